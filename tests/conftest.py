@@ -1,0 +1,10 @@
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("default", deadline=None)
+settings.register_profile(
+    "ci", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", deadline=None, max_examples=20)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -1,0 +1,744 @@
+"""Scenario tests: one (or a few) per rule of "The loop" in SPEC.md."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_invoke import (
+    ApprovalError,
+    ApprovalRequiredTool,
+    ChatClientError,
+    ChatMessage,
+    ConfigurationError,
+    Error,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    MessageRole,
+    RunOptions,
+    ScriptedChatClient,
+    ScriptExhaustedError,
+    StreamProtocolError,
+    TextDelta,
+    ToolApprovalRequest,
+    ToolApprovalResponse,
+    ToolCall,
+    ToolCallArgs,
+    ToolCalled,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+    tool,
+)
+from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_call_updates
+
+USER = [ChatMessage.user("hi")]
+
+
+def tool_round(*calls: tuple[str, str, str], usage: Usage | None = None) -> list[Any]:
+    updates: list[Any] = []
+    for call_id, name, arguments in calls:
+        updates += tool_call_updates(call_id, name, arguments)
+    return [*updates, Finish(FinishReason.TOOL_CALLS, usage)]
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+async def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+@tool
+async def boom() -> str:
+    """Always fails."""
+    raise RuntimeError("kaput")
+
+
+def of_type(updates: Any, kind: type) -> list[Any]:
+    return [u for u in updates if isinstance(u, kind)]
+
+
+# -- end of stream without tool calls ---------------------------------------------------------
+
+
+async def test_answer_without_tools_finishes_with_stop() -> None:
+    model = ScriptedChatClient([[TextDelta("Hel"), TextDelta("lo"), Finish(FinishReason.STOP)]])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [add]), USER)
+    assert result.updates == (TextDelta("Hel"), TextDelta("lo"), Finish(FinishReason.STOP))
+    assert result.messages == (ChatMessage.assistant("Hello"),)
+
+
+@pytest.mark.parametrize("reason", [FinishReason.LENGTH, FinishReason.CONTENT_FILTER])
+async def test_length_and_content_filter_pass_through(reason: FinishReason) -> None:
+    model = ScriptedChatClient([[TextDelta("cut"), Finish(reason, Usage(1, 2))]])
+    result = await run_to_completion(FunctionInvokingChatClient(model), USER)
+    assert result.updates[-1] == Finish(reason, Usage(1, 2))
+
+
+async def test_stream_without_finish_counts_as_stop() -> None:
+    model = ScriptedChatClient([[TextDelta("x")]])
+    result = await run_to_completion(FunctionInvokingChatClient(model), USER)
+    assert result.updates[-1] == Finish(FinishReason.STOP, None)
+
+
+# -- tools run, results go back, the loop goes round --------------------------------------------
+
+
+async def test_tool_round_then_answer() -> None:
+    model = ScriptedChatClient(
+        [
+            tool_round(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "echo", '{"text": "hi"}')),
+            "done",
+        ]
+    )
+    result = await run_to_completion(FunctionInvokingChatClient(model, [add, echo]), USER)
+    calls = (ToolCall("c1", "add", '{"a": 1, "b": 2}'), ToolCall("c2", "echo", '{"text": "hi"}'))
+    assert result.messages == (
+        ChatMessage.assistant("", calls),
+        ChatMessage.tool_result(calls[0], "3"),
+        ChatMessage.tool_result(calls[1], "hi"),
+        ChatMessage.assistant("done"),
+    )
+    assert {u.result for u in of_type(result.updates, ToolCalled)} == {"3", "hi"}
+    # the second model call saw the first round's messages
+    assert model.calls[1].messages == (*USER, *result.messages[:3])
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+    assert_transcript_valid([*USER, *result.messages])
+
+
+async def test_model_stream_is_forwarded_as_it_arrives() -> None:
+    model = ScriptedChatClient([tool_round(("c1", "echo", '{"text": "x"}')), "ok"])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [echo]), USER)
+    kinds = [type(u).__name__ for u in result.updates]
+    assert kinds == [
+        "ToolCallStart", "ToolCallArgs", "ToolCallEnd", "ToolCalled", "TextDelta", "Finish"
+    ]  # fmt: skip
+
+
+async def test_calls_run_concurrently_and_report_in_completion_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    order: list[str] = []
+
+    @tool
+    async def wait(seconds: float, name: str) -> str:
+        """Sleep, then answer."""
+        await trio.sleep(seconds)
+        order.append(name)
+        return name
+
+    model = ScriptedChatClient(
+        [
+            tool_round(
+                ("slow", "wait", '{"seconds": 3, "name": "slow"}'),
+                ("fast", "wait", '{"seconds": 1, "name": "fast"}'),
+            ),
+            "done",
+        ]
+    )
+    start = trio.current_time()
+    with trio.fail_after(60):
+        result = await run_to_completion(FunctionInvokingChatClient(model, [wait]), USER)
+    assert trio.current_time() - start == pytest.approx(3)  # concurrent: 3 s, not 4
+    called = of_type(result.updates, ToolCalled)
+    assert [c.call.id for c in called] == ["fast", "slow"]  # completion order
+    assert [c.duration for c in called] == pytest.approx([1, 3])
+    assert [m.tool_call_id for m in result.messages if m.role is MessageRole.TOOL] == [
+        "slow",
+        "fast",
+    ]  # call order
+
+
+async def test_call_order_is_order_of_first_start_with_interleaved_streams() -> None:
+    updates = [
+        ToolCallStart("b", "echo"),
+        ToolCallStart("a", "echo"),
+        ToolCallArgs("a", '{"text":'),
+        ToolCallArgs("b", '{"text": "B"}'),
+        ToolCallArgs("a", ' "A"}'),
+        ToolCallEnd("a"),
+        ToolCallEnd("b"),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+    model = ScriptedChatClient([updates, "ok"])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [echo]), USER)
+    assistant = result.messages[0]
+    assert assistant.tool_calls is not None
+    assert [c.id for c in assistant.tool_calls] == ["b", "a"]
+    assert [m.content for m in result.messages[1:3]] == ["B", "A"]
+
+
+async def test_one_failing_tool_does_not_cancel_its_siblings(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    @tool
+    async def slow_echo(text: str) -> str:
+        """Sleep, then echo."""
+        await trio.sleep(5)
+        return text
+
+    model = ScriptedChatClient(
+        [tool_round(("c1", "boom", "{}"), ("c2", "slow_echo", '{"text": "alive"}')), "ok"]
+    )
+    with trio.fail_after(60):
+        result = await run_to_completion(FunctionInvokingChatClient(model, [boom, slow_echo]), USER)
+    results = {c.call.id: c for c in of_type(result.updates, ToolCalled)}
+    assert results["c1"].is_error
+    assert "RuntimeError" in results["c1"].result
+    assert isinstance(results["c1"].exception, RuntimeError)
+    assert results["c2"] == ToolCalled(results["c2"].call, "alive", is_error=False)
+    assert results["c2"].exception is None
+
+
+async def test_text_and_tool_calls_share_the_assistant_message() -> None:
+    model = ScriptedChatClient(
+        [[TextDelta("Let me add. "), *tool_round(("c1", "add", '{"a": 1, "b": 1}'))], "2"]
+    )
+    result = await run_to_completion(FunctionInvokingChatClient(model, [add]), USER)
+    assert result.messages[0].content == "Let me add. "
+    assert result.messages[0].tool_calls == (ToolCall("c1", "add", '{"a": 1, "b": 1}'),)
+
+
+# -- per call: parse, validate, find, execute --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("add", '{"a": 1, ', ["invalid JSON arguments", "'add'"]),
+        ("add", "[1, 2]", ["must be a JSON object", "array"]),
+        ("add", '{"a": 1}', ["missing required field 'b'"]),
+        ("add", '{"a": 1, "b": "two"}', ["'b'", "integer", "string"]),
+        ("nope", "{}", ["unknown tool 'nope'", "add"]),
+        ("boom", "{}", ["'boom'", "RuntimeError", "kaput"]),
+    ],
+)
+async def test_bad_calls_become_error_results_naming_the_problem(
+    name: str, arguments: str, expected: list[str]
+) -> None:
+    model = ScriptedChatClient([tool_round(("c1", name, arguments)), "sorry"])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [add, boom]), USER)
+    (called,) = of_type(result.updates, ToolCalled)
+    assert called.is_error
+    for fragment in expected:
+        assert fragment in called.result
+    assert result.messages[1].content == called.result
+    assert result.updates[-1] == Finish(FinishReason.STOP)  # the model got to answer
+
+
+async def test_empty_arguments_mean_empty_object() -> None:
+    @tool
+    async def now() -> str:
+        """The time."""
+        return "noon"
+
+    model = ScriptedChatClient(
+        [[ToolCallStart("c1", "now"), ToolCallEnd("c1"), Finish(FinishReason.TOOL_CALLS)], "ok"]
+    )
+    result = await run_to_completion(FunctionInvokingChatClient(model, [now]), USER)
+    assert result.messages[1].content == "noon"
+    assert result.messages[0].tool_calls == (ToolCall("c1", "now", "{}"),)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ("plain", "plain"),
+        ({"b": [1, 2], "a": "é"}, '{"b":[1,2],"a":"é"}'),
+        (None, "null"),
+        (3.5, "3.5"),
+    ],
+)
+async def test_results_are_strings_or_compact_json(value: Any, text: str) -> None:
+    @tool
+    async def give() -> Any:
+        """Give the value."""
+        return value
+
+    model = ScriptedChatClient([tool_round(("c1", "give", "{}")), "ok"])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [give]), USER)
+    assert result.messages[1].content == text
+
+
+async def test_unserialisable_result_is_an_error_result() -> None:
+    @tool
+    async def give() -> Any:
+        """Give an object."""
+        return object()
+
+    model = ScriptedChatClient([tool_round(("c1", "give", "{}")), "ok"])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [give]), USER)
+    (called,) = of_type(result.updates, ToolCalled)
+    assert called.is_error
+    assert "object" in called.result
+    assert "JSON-serialisable" in called.result
+
+
+async def test_sync_tools_run_in_a_worker_thread() -> None:
+    import threading
+
+    main = threading.get_ident()
+
+    @tool
+    def where() -> bool:
+        """Whether this runs off the main thread."""
+        return threading.get_ident() != main
+
+    model = ScriptedChatClient([tool_round(("c1", "where", "{}")), "ok"])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [where]), USER)
+    assert result.messages[1].content == "true"
+
+
+# -- max_rounds -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("max_rounds", [1, 3])
+async def test_round_cap_finishes_with_max_rounds(max_rounds: int) -> None:
+    rounds = [tool_round((f"c{i}", "add", '{"a": 1, "b": 1}'), usage=Usage(1, 1)) for i in range(5)]
+    model = ScriptedChatClient(rounds)
+    client = FunctionInvokingChatClient(model, [add], max_rounds=max_rounds)
+    result = await run_to_completion(client, USER)
+    assert len(model.calls) == max_rounds
+    assert result.updates[-1] == Finish(FinishReason.MAX_ROUNDS, Usage(max_rounds, max_rounds))
+    assert len(of_type(result.updates, ToolCalled)) == max_rounds
+    assert_transcript_valid([*USER, *result.messages])
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "3"])
+def test_max_rounds_below_one_is_a_value_error(bad: Any) -> None:
+    with pytest.raises(ValueError, match="max_rounds must be an integer >= 1") as info:
+        FunctionInvokingChatClient(ScriptedChatClient([]), max_rounds=bad)
+    assert isinstance(info.value, ConfigurationError)
+
+
+def test_duplicate_tool_names_are_a_value_error() -> None:
+    @tool(name="add")
+    async def other(a: int) -> int:
+        """Another add."""
+        return a
+
+    with pytest.raises(ValueError, match="two tools are named 'add'"):
+        FunctionInvokingChatClient(ScriptedChatClient([]), [add, other])
+
+
+# -- Finish, usage, tool definitions ----------------------------------------------------------
+
+
+async def test_tool_calls_finish_is_hidden_and_usage_is_summed() -> None:
+    model = ScriptedChatClient(
+        [
+            tool_round(("c1", "add", '{"a": 1, "b": 2}'), usage=Usage(10, 2)),
+            [TextDelta("3"), Finish(FinishReason.STOP, Usage(15, 1))],
+        ]
+    )
+    result = await run_to_completion(FunctionInvokingChatClient(model, [add]), USER)
+    finishes = of_type(result.updates, Finish)
+    assert finishes == [Finish(FinishReason.STOP, Usage(25, 3))]
+    assert finishes[0].usage is not None
+    assert finishes[0].usage.total_tokens == 28
+
+
+async def test_usage_is_summed_over_rounds_that_report_it() -> None:
+    model = ScriptedChatClient(
+        [tool_round(("c1", "add", '{"a": 1, "b": 2}')), [Finish(FinishReason.STOP, Usage(3, 4))]]
+    )
+    result = await run_to_completion(FunctionInvokingChatClient(model, [add]), USER)
+    assert result.updates[-1] == Finish(FinishReason.STOP, Usage(3, 4))
+
+
+async def test_inner_client_is_offered_the_tool_definitions() -> None:
+    model = ScriptedChatClient(["hi"])
+    await run_to_completion(FunctionInvokingChatClient(model, [add, echo]), USER)
+    offered = model.calls[0].options.tools
+    assert [d.name for d in offered] == ["add", "echo"]
+    assert offered[0].parameters == add.parameters
+    assert offered[0].description == "Add two integers."
+    assert model.calls[0].options.cancel_scope is None
+
+
+# -- provider tools ---------------------------------------------------------------------------
+
+
+async def test_provider_tools_add_new_names_and_replace_only_with_approval_versions() -> None:
+    @tool(name="add")
+    async def other_add(a: int, b: int) -> int:
+        """A provider's add that does not need approval."""
+        return 0
+
+    model = ScriptedChatClient(
+        [tool_round(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "echo", '{"text": "p"}')), "ok"]
+    )
+    client = FunctionInvokingChatClient(model, [add])
+    options = RunOptions(provider_tools=[other_add, echo])
+    result = await run_to_completion(client, USER, options)
+    assert [m.content for m in result.messages[1:3]] == ["3", "p"]  # static add kept
+    assert [d.name for d in model.calls[0].options.tools] == ["add", "echo"]
+
+    model = ScriptedChatClient([tool_round(("c1", "add", '{"a": 1, "b": 2}'))])
+    client = FunctionInvokingChatClient(model, [add])
+    options = RunOptions(provider_tools=[ApprovalRequiredTool(other_add)])
+    result = await run_to_completion(client, USER, options)
+    assert result.updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
+
+
+# -- approval ---------------------------------------------------------------------------------
+
+
+def approval_client(*rounds: Any, executed: list[str]) -> FunctionInvokingChatClient:
+    @tool
+    async def delete(path: str) -> str:
+        """Delete a file."""
+        executed.append(path)
+        return f"deleted {path}"
+
+    @tool
+    async def look(path: str) -> str:
+        """Look at a file."""
+        executed.append(f"look {path}")
+        return "a file"
+
+    model = ScriptedChatClient(list(rounds))
+    return FunctionInvokingChatClient(model, [ApprovalRequiredTool(delete), look])
+
+
+async def test_approval_pauses_the_batch_and_runs_nothing() -> None:
+    executed: list[str] = []
+    client = approval_client(
+        tool_round(
+            ("c1", "look", '{"path": "a"}'),
+            ("c2", "delete", '{"path": "a"}'),
+            ("c3", "delete", '{"path": "b"}'),
+        ),
+        executed=executed,
+    )
+    result = await run_to_completion(client, USER)
+    requests = of_type(result.updates, ToolApprovalRequest)
+    assert [r.call.id for r in requests] == ["c2", "c3"]
+    assert result.updates[-1] == Finish(FinishReason.AWAITING_APPROVAL)
+    assert executed == []
+    assert len(result.messages) == 1
+    assert result.messages[0].tool_calls is not None
+    assert [c.id for c in result.messages[0].tool_calls] == ["c1", "c2", "c3"]
+
+
+async def test_resume_runs_approved_rejects_rejected_and_runs_the_rest() -> None:
+    executed: list[str] = []
+    first = tool_round(
+        ("c1", "look", '{"path": "a"}'),
+        ("c2", "delete", '{"path": "a"}'),
+        ("c3", "delete", '{"path": "b"}'),
+    )
+    client = approval_client(first, "all done", executed=executed)
+    paused = await run_to_completion(client, USER)
+    conversation = [*USER, *paused.messages]
+    options = RunOptions(
+        tool_approval_responses=[
+            ToolApprovalResponse("c2", approved=True),
+            ToolApprovalResponse("c3", approved=False, reason="keep b"),
+        ]
+    )
+    resumed = await run_to_completion(client, conversation, options)
+    assert sorted(executed) == ["a", "look a"]
+    contents = [m.content for m in resumed.messages]
+    assert contents == [
+        "a file",
+        "deleted a",
+        "Error: the user rejected this call: keep b",
+        "all done",
+    ]
+    called = {c.call.id: c for c in of_type(resumed.updates, ToolCalled)}
+    assert called["c3"].is_error
+    assert not called["c2"].is_error
+    assert resumed.updates[-1] == Finish(FinishReason.STOP)
+    assert_transcript_valid([*conversation, *resumed.messages])
+
+
+async def test_resume_is_json_serialisable_across_processes() -> None:
+    executed: list[str] = []
+    client = approval_client(tool_round(("c1", "delete", '{"path": "x"}')), "ok", executed=executed)
+    paused = await run_to_completion(client, USER)
+    wire = json.dumps([m.to_dict() for m in [*USER, *paused.messages]])
+    restored = [ChatMessage.from_dict(d) for d in json.loads(wire)]
+    options = RunOptions(tool_approval_responses=[ToolApprovalResponse("c1", approved=True)])
+    resumed = await run_to_completion(client, restored, options)
+    assert executed == ["x"]
+    assert resumed.messages[0].content == "deleted x"
+
+
+@pytest.mark.parametrize(
+    ("responses", "match"),
+    [
+        ([], r"no approval response: 'c2' \(delete\)"),
+        ([ToolApprovalResponse("c2", True), ToolApprovalResponse("zz", True)], "'zz'"),
+        ([ToolApprovalResponse("c1", True), ToolApprovalResponse("c2", True)], "'c1'.*not waiting"),
+        ([ToolApprovalResponse("c2", True), ToolApprovalResponse("c2", False)], "two approval"),
+    ],
+)
+async def test_approval_responses_must_match_pending_calls(
+    responses: list[ToolApprovalResponse], match: str
+) -> None:
+    executed: list[str] = []
+    client = approval_client(
+        tool_round(("c1", "look", '{"path": "a"}'), ("c2", "delete", '{"path": "a"}')),
+        executed=executed,
+    )
+    paused = await run_to_completion(client, USER)
+    with pytest.raises(ValueError, match=match) as info:
+        await run_to_completion(
+            client, [*USER, *paused.messages], RunOptions(tool_approval_responses=responses)
+        )
+    assert isinstance(info.value, ApprovalError)
+    assert executed == []
+
+
+async def test_approval_responses_without_pending_calls_are_an_error() -> None:
+    client = FunctionInvokingChatClient(ScriptedChatClient(["hi"]))
+    options = RunOptions(tool_approval_responses=[ToolApprovalResponse("c1", approved=True)])
+    with pytest.raises(ApprovalError, match="'c1'"):
+        await run_to_completion(client, USER, options)
+
+
+async def test_pending_calls_without_approval_need_run_on_resume() -> None:
+    call = ToolCall("c1", "add", '{"a": 2, "b": 2}')
+    conversation = [*USER, ChatMessage.assistant("", [call])]
+    model = ScriptedChatClient(["4"])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [add]), conversation)
+    assert [m.content for m in result.messages] == ["4", "4"]
+    assert_transcript_valid([*conversation, *result.messages])
+
+
+# -- the inner client fails -------------------------------------------------------------------
+
+
+async def test_inner_exception_propagates_chained_after_earlier_updates() -> None:
+    cause = OSError("connection reset")
+    model = ScriptedChatClient([[TextDelta("partial"), cause]])
+    seen: list[Any] = []
+    client = FunctionInvokingChatClient(model)
+    with pytest.raises(ChatClientError, match="connection reset") as info:
+        async with client.run(USER) as stream:
+            async for update in stream:
+                seen.append(update)
+    assert info.value.__cause__ is cause
+    assert seen == [TextDelta("partial")]
+    assert stream.messages == [ChatMessage.assistant("partial")]
+
+
+async def test_library_errors_from_the_inner_client_are_not_rewrapped() -> None:
+    client = FunctionInvokingChatClient(ScriptedChatClient([]))
+    with pytest.raises(ScriptExhaustedError, match="0 scripted responses"):
+        await run_to_completion(client, USER)
+
+
+async def test_inner_failure_after_tool_calls_answers_them() -> None:
+    model = ScriptedChatClient(
+        [[*tool_call_updates("c1", "add", '{"a": 1, "b": 1}'), ValueError("bad chunk")]]
+    )
+    seen: list[Any] = []
+    client = FunctionInvokingChatClient(model, [add])
+    with pytest.raises(ChatClientError) as info:
+        async with client.run(USER) as stream:
+            async for update in stream:
+                seen.append(update)
+    assert isinstance(info.value.__cause__, ValueError)
+    (called,) = of_type(seen, ToolCalled)
+    assert called.is_error
+    assert "not run" in called.result
+    assert_transcript_valid([*USER, *stream.messages])
+
+
+@pytest.mark.parametrize(
+    ("updates", "match"),
+    [
+        ([ToolCallArgs("x", "{}")], "ToolCallArgs for tool call id 'x', which never started"),
+        ([ToolCallEnd("x")], "ToolCallEnd for tool call id 'x', which never started"),
+        ([ToolCallStart("x", "add"), ToolCallStart("x", "add")], "second ToolCallStart.*'x'"),
+        (
+            [ToolCallStart("x", "add"), ToolCallEnd("x"), ToolCallArgs("x", "1")],
+            "ToolCallArgs for tool call id 'x' after its ToolCallEnd",
+        ),
+        ([ToolCallStart("x", "add"), Finish(FinishReason.TOOL_CALLS)], "'x' still open"),
+        ([Finish(FinishReason.STOP), TextDelta("late")], "TextDelta after the response's Finish"),
+    ],
+)
+async def test_inconsistent_inner_streams_are_protocol_errors(updates: Any, match: str) -> None:
+    client = FunctionInvokingChatClient(ScriptedChatClient([updates]), [add])
+    with pytest.raises(StreamProtocolError, match=match):
+        await run_to_completion(client, USER)
+
+
+async def test_exception_in_the_callers_block_is_not_wrapped() -> None:
+    client = FunctionInvokingChatClient(ScriptedChatClient(["hi"]))
+    with pytest.raises(KeyError):
+        async with client.run(USER) as stream:
+            async for _ in stream:
+                raise KeyError("mine")
+
+
+# -- cancellation -----------------------------------------------------------------------------
+
+
+class GatedModel:
+    """A chat client that streams its script, then waits on a gate forever (until cancelled)."""
+
+    def __init__(self, *updates: Any) -> None:
+        self.updates = updates
+        self.reached = trio.Event()
+
+    def run(self, messages: Any, options: Any = None) -> Any:
+        return _Gated(self)
+
+
+class _Gated:
+    def __init__(self, model: GatedModel) -> None:
+        self.model = model
+
+    async def __aenter__(self) -> Any:
+        return self._iterate()
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def _iterate(self) -> Any:
+        for update in self.model.updates:
+            yield update
+        self.model.reached.set()
+        await trio.sleep_forever()
+        yield TextDelta("never")  # pragma: no cover
+
+
+async def test_cancel_mid_stream_keeps_text_and_answers_completed_calls(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = GatedModel(
+        TextDelta("Working"),
+        *tool_call_updates("done", "add", '{"a": 1, "b": 2}'),
+        ToolCallStart("half", "add"),
+        ToolCallArgs("half", '{"a": '),
+    )
+    scope = trio.CancelScope()
+    seen: list[Any] = []
+    client = FunctionInvokingChatClient(model, [add])
+    with trio.fail_after(10):
+        async with client.run(USER, RunOptions(cancel_scope=scope)) as stream:
+            async for update in stream:
+                seen.append(update)
+                if isinstance(update, ToolCallArgs) and update.id == "half":
+                    scope.cancel()
+    assert seen[-1] == Error("cancelled")
+    assert stream.messages == [
+        ChatMessage.assistant("Working", [ToolCall("done", "add", '{"a": 1, "b": 2}')]),
+        ChatMessage.tool_result(ToolCall("done", "add", '{"a": 1, "b": 2}'), "Error: cancelled"),
+    ]
+    (called,) = of_type(seen, ToolCalled)
+    assert called.is_error
+    assert called.call.id == "done"
+    assert_transcript_valid([*USER, *stream.messages])
+
+
+async def test_cancel_while_tools_run_keeps_finished_results(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cancelled: list[str] = []
+
+    @tool
+    async def wait(seconds: float) -> str:
+        """Sleep."""
+        try:
+            await trio.sleep(seconds)
+        except trio.Cancelled:
+            cancelled.append(str(seconds))
+            raise
+        return f"slept {seconds:g}"
+
+    model = ScriptedChatClient(
+        [tool_round(("fast", "wait", '{"seconds": 1}'), ("slow", "wait", '{"seconds": 100}'))]
+    )
+    scope = trio.CancelScope()
+    scope.deadline = trio.current_time() + 5
+    with trio.fail_after(50):
+        result = await run_to_completion(
+            FunctionInvokingChatClient(model, [wait]), USER, RunOptions(cancel_scope=scope)
+        )
+    assert cancelled == ["100"]
+    assert [m.content for m in result.messages[1:]] == ["slept 1", "Error: cancelled"]
+    called = of_type(result.updates, ToolCalled)
+    assert [(c.call.id, c.is_error) for c in called] == [("fast", False), ("slow", True)]
+    assert result.updates[-1] == Error("cancelled")
+
+
+async def test_cancel_before_start_ends_with_cancelled_and_adds_nothing() -> None:
+    scope = trio.CancelScope()
+    scope.cancel()
+    model = ScriptedChatClient(["hi"])
+    result = await run_to_completion(
+        FunctionInvokingChatClient(model), USER, RunOptions(cancel_scope=scope)
+    )
+    assert result.updates == (Error("cancelled"),)
+    assert result.messages == ()
+
+
+async def test_leaving_the_block_early_cancels_tools_before_it_exits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    state: list[str] = []
+
+    @tool
+    async def hang() -> str:
+        """Wait forever."""
+        state.append("started")
+        try:
+            await trio.sleep_forever()
+        finally:
+            state.append("cleaned up")
+        return "never"  # pragma: no cover
+
+    model = ScriptedChatClient([[TextDelta("go"), *tool_round(("c1", "hang", "{}"))]])
+    client = FunctionInvokingChatClient(model, [hang])
+    with trio.fail_after(10):
+        async with client.run(USER) as stream:
+            async for update in stream:
+                if isinstance(update, ToolCallEnd):
+                    await trio.sleep(1)  # let the tool start
+                    break
+        assert state == ["started", "cleaned up"]  # no task outlived the block
+    assert_transcript_valid([*USER, *stream.messages])
+    assert stream.messages[1].content == "Error: cancelled"
+
+
+async def test_get_response_collects_a_run() -> None:
+    model = ScriptedChatClient(
+        [tool_round(("c1", "add", '{"a": 2, "b": 3}'), usage=Usage(1, 1)), "It is 5."]
+    )
+    response = await FunctionInvokingChatClient(model, [add]).get_response(USER)
+    assert response.text == "It is 5."
+    assert response.finish_reason is FinishReason.STOP
+    assert response.usage == Usage(1, 1)
+    assert len(response.messages) == 3
+    assert response.error is None
+
+
+async def test_get_response_reports_cancellation_and_approvals() -> None:
+    scope = trio.CancelScope()
+    scope.cancel()
+    client = FunctionInvokingChatClient(ScriptedChatClient(["x"]))
+    response = await client.get_response(USER, RunOptions(cancel_scope=scope))
+    assert response.finish_reason is None
+    assert response.error == "cancelled"
+
+    executed: list[str] = []
+    client = approval_client(tool_round(("c1", "delete", '{"path": "p"}')), executed=executed)
+    response = await client.get_response(USER)
+    assert response.finish_reason is FinishReason.AWAITING_APPROVAL
+    assert [r.call.id for r in response.approval_requests] == ["c1"]

@@ -1,0 +1,99 @@
+"""trio_invoke: the tool-calling loop of an LLM agent, on Trio's structured concurrency.
+
+Everything public is importable from here; the private modules hold one idea each.
+"""
+
+import contextlib as _contextlib
+
+from ._accumulate import AccumulatedToolCall as AccumulatedToolCall
+from ._accumulate import ToolCallAccumulator as ToolCallAccumulator
+from ._client import ChatClient as ChatClient
+from ._exceptions import ApprovalError as ApprovalError
+from ._exceptions import ArgumentsError as ArgumentsError
+from ._exceptions import ChatClientError as ChatClientError
+from ._exceptions import ConfigurationError as ConfigurationError
+from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
+from ._exceptions import StreamProtocolError as StreamProtocolError
+from ._exceptions import ToolDefinitionError as ToolDefinitionError
+from ._exceptions import TrioInvokeError as TrioInvokeError
+from ._function_tool import FunctionTool as FunctionTool
+from ._function_tool import tool as tool
+from ._loop import ChatResponse as ChatResponse
+from ._loop import FunctionInvokingChatClient as FunctionInvokingChatClient
+from ._loop import InvocationStream as InvocationStream
+from ._messages import ChatMessage as ChatMessage
+from ._messages import FinishReason as FinishReason
+from ._messages import MessageRole as MessageRole
+from ._messages import ToolCall as ToolCall
+from ._messages import Usage as Usage
+from ._options import RunOptions as RunOptions
+from ._options import ToolApprovalResponse as ToolApprovalResponse
+from ._scripted import ScriptedCall as ScriptedCall
+from ._scripted import ScriptedChatClient as ScriptedChatClient
+from ._tools import ApprovalRequiredTool as ApprovalRequiredTool
+from ._tools import Tool as Tool
+from ._tools import ToolDefinition as ToolDefinition
+from ._updates import AgentResponseUpdate as AgentResponseUpdate
+from ._updates import Error as Error
+from ._updates import Finish as Finish
+from ._updates import TextDelta as TextDelta
+from ._updates import ToolApprovalRequest as ToolApprovalRequest
+from ._updates import ToolCallArgs as ToolCallArgs
+from ._updates import ToolCalled as ToolCalled
+from ._updates import ToolCallEnd as ToolCallEnd
+from ._updates import ToolCallStart as ToolCallStart
+from ._validate import validate_against_schema as validate_against_schema
+
+__all__ = [
+    "AccumulatedToolCall",
+    "AgentResponseUpdate",
+    "ApprovalError",
+    "ApprovalRequiredTool",
+    "ArgumentsError",
+    "ChatClient",
+    "ChatClientError",
+    "ChatMessage",
+    "ChatResponse",
+    "ConfigurationError",
+    "Error",
+    "Finish",
+    "FinishReason",
+    "FunctionInvokingChatClient",
+    "FunctionTool",
+    "InvocationStream",
+    "MessageRole",
+    "RunOptions",
+    "ScriptExhaustedError",
+    "ScriptedCall",
+    "ScriptedChatClient",
+    "StreamProtocolError",
+    "TextDelta",
+    "Tool",
+    "ToolApprovalRequest",
+    "ToolApprovalResponse",
+    "ToolCall",
+    "ToolCallAccumulator",
+    "ToolCallArgs",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolCalled",
+    "ToolDefinition",
+    "ToolDefinitionError",
+    "TrioInvokeError",
+    "Usage",
+    "tool",
+    "validate_against_schema",
+]
+
+
+def _fixup_module_metadata() -> None:
+    # Public objects report `trio_invoke.X`, so reprs and tracebacks show the public path.
+    for name in __all__:
+        obj = globals()[name]
+        if getattr(obj, "__module__", "").startswith("trio_invoke._"):
+            with _contextlib.suppress(AttributeError, TypeError):  # a type alias: leave it
+                obj.__module__ = __name__
+
+
+_fixup_module_metadata()
+del _fixup_module_metadata

@@ -1,0 +1,59 @@
+"""Per-run options, and the answers to approval requests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+import trio
+
+from ._tools import Tool, ToolDefinition
+
+__all__ = ["RunOptions", "ToolApprovalResponse"]
+
+
+@attrs.frozen
+class ToolApprovalResponse:
+    """A human's answer to a :class:`ToolApprovalRequest`, passed in on resume."""
+
+    call_id: str
+    """The id of the call this answers (``request.call.id``)."""
+    approved: bool
+    """``True`` runs the call; ``False`` answers it with a "rejected" error result."""
+    reason: str | None = None
+    """Why it was rejected; shown to the model in the rejection result."""
+
+
+def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """Options for one run of a chat client. Immutable: derive copies with :meth:`evolve`.
+
+    Example::
+
+        options = RunOptions(cancel_scope=trio.CancelScope())
+        resume = RunOptions(tool_approval_responses=[request.approve()])
+    """
+
+    tool_approval_responses: tuple[ToolApprovalResponse, ...] = attrs.field(
+        default=(), converter=_tuple
+    )
+    """Answers to the approval requests of an earlier run, whose messages this run continues."""
+    provider_tools: tuple[Tool, ...] = attrs.field(default=(), converter=_tuple)
+    """Tools for this run only. They add to the client's tools; one with the name of an existing
+    tool replaces it only if it requires approval (the safer version wins)."""
+    cancel_scope: trio.CancelScope | None = None
+    """Cancel the run from anywhere with ``cancel_scope.cancel()`` (or a deadline): the model
+    stream and the tools stop promptly, the stream ends with ``Error("cancelled")`` and the
+    transcript stays valid. A scope can be entered once, so use a fresh scope per run."""
+    tools: tuple[ToolDefinition, ...] = attrs.field(default=(), converter=_tuple)
+    """The tools the model may call. :class:`FunctionInvokingChatClient` fills this in for its
+    inner client every round; a chat client sends them to the model."""
+
+    def evolve(self, **changes: Any) -> RunOptions:
+        """A copy with ``changes`` applied (``attrs.evolve``)."""
+        return attrs.evolve(self, **changes)

@@ -1,0 +1,119 @@
+"""The updates a chat client streams, and that the loop streams to its caller.
+
+Match on them::
+
+    match update:
+        case TextDelta(text):
+            print(text, end="")
+        case ToolCalled(call, result, is_error):
+            ...
+        case Finish(reason, usage):
+            ...
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import attrs
+
+from ._messages import FinishReason, ToolCall, Usage
+
+__all__ = [
+    "AgentResponseUpdate",
+    "Error",
+    "Finish",
+    "TextDelta",
+    "ToolApprovalRequest",
+    "ToolCallArgs",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolCalled",
+]
+
+
+@attrs.frozen
+class TextDelta:
+    """A piece of the model's answer text."""
+
+    text: str
+
+
+@attrs.frozen
+class ToolCallStart:
+    """The model starts a tool call. Call order is the order of these within a response."""
+
+    id: str
+    name: str
+
+
+@attrs.frozen
+class ToolCallArgs:
+    """A piece of a started call's JSON arguments."""
+
+    id: str
+    args_delta: str
+
+
+@attrs.frozen
+class ToolCallEnd:
+    """A started call's arguments are complete."""
+
+    id: str
+
+
+@attrs.frozen
+class ToolApprovalRequest:
+    """A call that needs a human's approval before it runs; one per such call.
+
+    The loop stops with ``Finish(AWAITING_APPROVAL)`` after sending these; resume it with a
+    :class:`ToolApprovalResponse` for each (see ``RunOptions.tool_approval_responses``).
+    """
+
+    call: ToolCall
+
+
+@attrs.frozen
+class ToolCalled:
+    """A call got its result: one per tool message, sent as soon as the call finishes.
+
+    Errors, rejections and cancellations are results too, with ``is_error=True``.
+    """
+
+    call: ToolCall
+    result: str
+    """The text sent back to the model as the tool message."""
+    is_error: bool
+    duration: float = attrs.field(default=0.0, kw_only=True, eq=False)
+    """Seconds (``trio.current_time()``) from the call's start to its result; 0 if it never ran."""
+    exception: BaseException | None = attrs.field(default=None, kw_only=True, eq=False)
+    """The exception the tool raised (or the argument error), ``None`` when it succeeded."""
+
+
+@attrs.frozen
+class Finish:
+    """The response (or the whole run of the loop) ended."""
+
+    finish_reason: FinishReason
+    usage: Usage | None = None
+    """Tokens used: for the loop, the sum over all its model calls; ``None`` when none reported."""
+
+
+@attrs.frozen
+class Error:
+    """An in-band error, such as ``Error("cancelled")`` at the end of a cancelled run."""
+
+    message: str
+
+
+AgentResponseUpdate: TypeAlias = (
+    TextDelta
+    | ToolCallStart
+    | ToolCallArgs
+    | ToolCallEnd
+    | ToolApprovalRequest
+    | ToolCalled
+    | Finish
+    | Error
+)
+"""Any update a chat client or the loop streams."""
