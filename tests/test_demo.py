@@ -1,0 +1,85 @@
+"""The demo: ``python -m trio_invoke`` on the embedded model."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from trio_invoke import _demo
+from trio_invoke.testing import assert_transcript_valid
+
+
+@pytest.fixture(autouse=True)
+def note_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    note = tmp_path / "note.txt"
+    monkeypatch.setattr(_demo, "NOTE_PATH", str(note))
+    return note
+
+
+@pytest.mark.parametrize("flag", ["--yes", "--no"])
+async def test_demo_conversation(flag: str, note_in_tmp: Path) -> None:
+    # The clock and directory tools are sync (they run in threads), so no virtual clock here:
+    # the scripted model streams without delay instead.
+    out = io.StringIO()
+    with trio.fail_after(60):
+        messages = await _demo.amain(_demo.parse_args([flag]), _demo.Printer(out), delay=0)
+    assert_transcript_valid(messages)
+    text = out.getvalue()
+    assert "<- [ok] calculate" in text
+    assert "395" in text
+    assert "ZeroDivisionError" in text  # an error result, not a crash
+    assert "needs your approval" in text
+    assert text.rstrip().endswith("[finish: stop, 330 tokens]")
+    if flag == "--yes":
+        assert note_in_tmp.read_text() == "17 * 23 + 4 = 395\n"
+        assert "approved: call_5" in text
+    else:
+        assert not note_in_tmp.exists()
+        assert "rejected this call: the user said no" in messages[-2].content
+
+
+async def test_answer_at_the_terminal(monkeypatch: pytest.MonkeyPatch, note_in_tmp: Path) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    out = io.StringIO()
+    with trio.fail_after(60):
+        await _demo.amain(_demo.parse_args([]), _demo.Printer(out), delay=0)
+    assert note_in_tmp.exists()
+
+
+async def test_end_of_input_rejects(monkeypatch: pytest.MonkeyPatch, note_in_tmp: Path) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    with trio.fail_after(60):
+        await _demo.amain(_demo.parse_args([]), _demo.Printer(io.StringIO()), delay=0)
+    assert not note_in_tmp.exists()
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [("2 * (3 + 4)", 14), ("-2 ** 2", -4), ("7 // 2 % 3", 0), ("1/4", 0.25)],
+)
+def test_calculator(expression: str, value: float) -> None:
+    assert _demo.evaluate(expression) == value
+
+
+@pytest.mark.parametrize("expression", ["__import__('os')", "2 ** 1000", "'a' * 3"])
+def test_calculator_refuses_what_is_not_arithmetic(expression: str) -> None:
+    with pytest.raises(ValueError, match=r"unsupported|not allowed"):
+        _demo.evaluate(expression)
+
+
+def test_python_dash_m_runs_the_demo(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "trio_invoke", "--no"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[finish: stop" in done.stdout

@@ -1,0 +1,21 @@
+"""The README's example runs as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+
+
+def test_the_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    example = next(b for b in python_blocks() if "trio.run(main)" in b)
+    assert len(example.strip().splitlines()) <= 30
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out == "[get_weather -> Sunny in Paris]\nIt is sunny in Paris."

@@ -1,0 +1,316 @@
+"""The demo behind ``python -m trio_invoke``: a short agent conversation, streamed readably.
+
+By default the model is the embedded :class:`ScriptedChatClient` (no network, no API key); the
+tools are real and local: a calculator, a clock, a directory lister, and a note writer that
+needs the user's approval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import operator
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import trio
+
+from ._client import ChatClient
+from ._function_tool import tool
+from ._loop import FunctionInvokingChatClient
+from ._messages import ChatMessage, FinishReason, Usage
+from ._options import RunOptions, ToolApprovalResponse
+from ._scripted import ScriptedChatClient
+from ._updates import (
+    AgentResponseUpdate,
+    Error,
+    Finish,
+    TextDelta,
+    ToolApprovalRequest,
+    ToolCallArgs,
+    ToolCalled,
+    ToolCallEnd,
+    ToolCallStart,
+)
+
+__all__ = ["main"]
+
+NOTE_PATH = os.path.join(tempfile.gettempdir(), "trio_invoke_demo_note.txt")
+
+# -- the tools ------------------------------------------------------------------------------
+
+_OPERATORS: dict[type, Callable[..., Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def _evaluate(node: ast.AST) -> float | int:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        if isinstance(node.value, bool):
+            raise ValueError("booleans are not numbers here")
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        if isinstance(node.op, ast.Pow) and abs(_evaluate(node.right)) > 100:
+            raise ValueError("exponents above 100 are not allowed")
+        result: float | int = _OPERATORS[type(node.op)](_evaluate(node.left), _evaluate(node.right))
+    elif isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        result = _OPERATORS[type(node.op)](_evaluate(node.operand))
+    else:
+        raise ValueError(f"unsupported expression: {ast.dump(node)[:60]}")
+    return result
+
+
+def evaluate(expression: str) -> float | int:
+    """Evaluate arithmetic (numbers, + - * / // % **, parentheses) without ``eval``."""
+    return _evaluate(ast.parse(expression, mode="eval"))
+
+
+@tool
+async def calculate(expression: str) -> float | int:
+    """Evaluate an arithmetic expression.
+
+    Args:
+        expression: Numbers with + - * / // % ** and parentheses, e.g. "2 * (3 + 4)".
+    """
+    return evaluate(expression)
+
+
+@tool
+def clock(utc: bool = True) -> str:
+    """The current date and time, ISO 8601.
+
+    Args:
+        utc: UTC if true, else the machine's local time.
+    """
+    now = datetime.datetime.now(datetime.UTC if utc else None)
+    return now.isoformat(timespec="seconds")
+
+
+@tool
+def list_directory(path: str = ".", limit: int = 8) -> dict[str, Any]:
+    """List the entries of a directory (sorted; directories end with a slash).
+
+    Args:
+        path: The directory.
+        limit: The most entries to return.
+    """
+    with os.scandir(path) as entries:
+        names = sorted(e.name + ("/" if e.is_dir() else "") for e in entries)
+    return {"path": os.path.abspath(path), "count": len(names), "entries": names[:limit]}
+
+
+@tool(requires_approval=True)
+def save_note(text: str) -> str:
+    """Save a short note to a file in the temporary directory (asks the user first).
+
+    Args:
+        text: The note.
+    """
+    with open(NOTE_PATH, "w", encoding="utf-8") as file:
+        file.write(text + "\n")
+    return f"saved {len(text)} characters to {NOTE_PATH}"
+
+
+TOOLS = (calculate, clock, list_directory, save_note)
+
+# -- the embedded model's script ----------------------------------------------------------------
+
+PROMPT = (
+    "What is 17 * 23 + 4, and 1 / 0? What time is it, and what is in this directory? "
+    "Then save a note with the first answer."
+)
+
+
+def _words(text: str) -> list[AgentResponseUpdate]:
+    """Text as a model streams it: a delta per word."""
+    pieces = text.split(" ")
+    return [TextDelta(p + (" " if i < len(pieces) - 1 else "")) for i, p in enumerate(pieces)]
+
+
+def _call(call_id: str, name: str, arguments: str) -> list[AgentResponseUpdate]:
+    half = len(arguments) // 2
+    return [
+        ToolCallStart(call_id, name),
+        ToolCallArgs(call_id, arguments[:half]),
+        ToolCallArgs(call_id, arguments[half:]),
+        ToolCallEnd(call_id),
+    ]
+
+
+def scripted_model(delay: float = 0.02) -> ScriptedChatClient:
+    """The demo's embedded model: three scripted turns, ``delay`` seconds between updates."""
+    return ScriptedChatClient(
+        [
+            [
+                *_words("Four things at once: two sums, the clock and the directory."),
+                *_call("call_1", "calculate", '{"expression": "17 * 23 + 4"}'),
+                *_call("call_2", "calculate", '{"expression": "1 / 0"}'),
+                *_call("call_3", "clock", '{"utc": true}'),
+                *_call("call_4", "list_directory", '{"path": ".", "limit": 5}'),
+                Finish(FinishReason.TOOL_CALLS, Usage(120, 60)),
+            ],
+            [
+                *_words(
+                    "17 * 23 + 4 = 395, and 1 / 0 has no answer: the calculator said so. "
+                    "Saving the note now."
+                ),
+                *_call("call_5", "save_note", '{"text": "17 * 23 + 4 = 395"}'),
+                Finish(FinishReason.TOOL_CALLS, Usage(260, 40)),
+            ],
+            [
+                *_words("Done. The time and the listing are above; the note's fate is too."),
+                Finish(FinishReason.STOP, Usage(310, 20)),
+            ],
+        ],
+        delay=delay,
+    )
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+
+def _short(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Printer:
+    """Prints a run's updates as they arrive."""
+
+    def __init__(self, out: Any = None) -> None:
+        self.out = out or sys.stdout
+        self.names: dict[str, str] = {}
+        self.at_line_start = True
+
+    def line(self, text: str) -> None:
+        if not self.at_line_start:
+            self.out.write("\n")
+        self.out.write(text + "\n")
+        self.out.flush()
+        self.at_line_start = True
+
+    def show(self, update: AgentResponseUpdate) -> None:
+        match update:
+            case TextDelta(text):
+                self.out.write(text)
+                self.out.flush()
+                self.at_line_start = text.endswith("\n")
+            case ToolCallStart(call_id, name):
+                self.names[call_id] = name
+            case ToolCallEnd(call_id):
+                self.line(f"  -> {self.names.get(call_id, '?')} [{call_id}] called")
+            case ToolCalled(call, result, is_error):
+                mark = "x" if is_error else "ok"
+                took = f"{update.duration * 1000:.1f} ms"
+                self.line(f"  <- [{mark}] {call.name}({_short(call.arguments, 60)}) in {took}")
+                self.line(f"       {_short(result)}")
+            case ToolApprovalRequest(call):
+                self.line(f"  ?? {call.name}({call.arguments}) needs your approval")
+            case Finish(reason, usage):
+                tokens = f", {usage.total_tokens} tokens" if usage else ""
+                self.line(f"[finish: {reason.value}{tokens}]")
+            case Error(message):
+                self.line(f"[error: {message}]")
+
+
+# -- the conversation ---------------------------------------------------------------------------
+
+
+async def ask_at_terminal(request: ToolApprovalRequest) -> ToolApprovalResponse:
+    """Ask the user on stdin; anything but y/yes (or end of input) rejects."""
+    question = f"Allow {request.call.name}({request.call.arguments})? [y/N] "
+
+    def ask() -> str:
+        try:
+            return input(question)
+        except EOFError:
+            return ""
+
+    answer = (await trio.to_thread.run_sync(ask)).strip().lower()
+    approved = answer in ("y", "yes")
+    return ToolApprovalResponse(request.call.id, approved, None if approved else "the user said no")
+
+
+async def converse(
+    client: ChatClient,
+    messages: list[ChatMessage],
+    decide: Callable[[ToolApprovalRequest], Any],
+    printer: Printer,
+) -> list[ChatMessage]:
+    """Run the loop until it answers, asking ``decide`` whenever a call needs approval.
+
+    Returns the whole conversation. Cancellation: the conversation so far is lost with the
+    caller's scope; the loop itself leaves no task behind.
+    """
+    options = RunOptions()
+    while True:
+        requests: list[ToolApprovalRequest] = []
+        finish: Finish | None = None
+        async with client.run(messages, options) as stream:
+            async for update in stream:
+                printer.show(update)
+                if isinstance(update, ToolApprovalRequest):
+                    requests.append(update)
+                elif isinstance(update, Finish):
+                    finish = update
+        messages = [*messages, *getattr(stream, "messages", [])]
+        if finish is None or finish.finish_reason is not FinishReason.AWAITING_APPROVAL:
+            return messages
+        responses = [await decide(request) for request in requests]
+        for response in responses:
+            printer.line(f"  {'approved' if response.approved else 'rejected'}: {response.call_id}")
+        options = RunOptions(tool_approval_responses=responses)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m trio_invoke",
+        description="A short agent conversation on trio_invoke's tool-calling loop.",
+    )
+    answer = parser.add_mutually_exclusive_group()
+    answer.add_argument("--yes", action="store_true", help="approve every tool call that asks")
+    answer.add_argument("--no", action="store_true", help="reject every tool call that asks")
+    parser.add_argument("prompt", nargs="?", default=PROMPT, help="the user's message")
+    return parser.parse_args(argv)
+
+
+async def amain(
+    args: argparse.Namespace, printer: Printer | None = None, *, delay: float = 0.02
+) -> list[ChatMessage]:
+    """The demo's conversation; returns the transcript."""
+    printer = printer or Printer()
+    model: ChatClient = scripted_model(delay)
+    printer.line("model: the embedded scripted model (no network, no API key)")
+    client = FunctionInvokingChatClient(model, TOOLS)
+    messages = [ChatMessage.system("You are a helpful assistant."), ChatMessage.user(args.prompt)]
+    printer.line(f"user: {args.prompt}")
+
+    async def decide(request: ToolApprovalRequest) -> ToolApprovalResponse:
+        if args.yes or args.no:
+            printer.line(f"  (--{'yes' if args.yes else 'no'}) {request.call.name}")
+            return ToolApprovalResponse(request.call.id, bool(args.yes), "the user said no")
+        return await ask_at_terminal(request)
+
+    printer.line("assistant:")
+    return await converse(client, messages, decide, printer)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m trio_invoke``."""
+    args = parse_args(argv)
+    trio.run(amain, args)
+    return 0

@@ -1,0 +1,377 @@
+"""Parsing and validating tool arguments: sans-IO, no Trio.
+
+Two layers, run in this order on every tool call:
+
+1. **The seed's checks**, reported together: the arguments are a JSON object, every ``required``
+   field is present, and each present field's value has a JSON type its ``properties`` entry
+   allows (``"type"``: one name or a list of names). Their messages always name the field.
+2. **Full JSON Schema validation** (enum, minimum, nested objects, anyOf, ...) through a
+   `fastjsonschema <https://horejsek.github.io/python-fastjsonschema/>`_ validator. It runs only
+   when the seed's checks pass, and also reports every problem it finds.
+
+The compiled validator is cached by the schema's canonical JSON text, so equal schemas share one
+validator and a schema is compiled once per process, never per call. Hold the result of
+:func:`compile_validator` to skip even the cache lookup (a loop that validates every call does).
+
+JSON types follow fastjsonschema's default draft (2019-09; the ``type`` keyword behaves as in
+draft 6 and later): ``integer`` accepts a float with no fractional part (``1.0``), ``number`` and
+``integer`` never accept a boolean. A schema that declares draft 4 in ``$schema`` gets draft 4's
+rule (no floats for ``integer``) in both layers.
+"""
+
+from __future__ import annotations
+
+import decimal
+import functools
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NoReturn
+
+import fastjsonschema
+
+from ._exceptions import ArgumentsError, ToolDefinitionError
+
+__all__ = [
+    "compile_validator",
+    "json_type_name",
+    "parse_arguments",
+    "seed_errors",
+    "validate_against_schema",
+]
+
+JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+"""The type names the ``type`` keyword knows."""
+
+_CACHE_SIZE = 1024
+
+
+def json_type_name(value: object) -> str:
+    """The JSON type of a parsed JSON value, as the ``type`` keyword spells it.
+
+    ``1`` is ``"integer"`` and ``1.0`` is ``"number"`` (the name says what was sent, even though
+    ``{"type": "integer"}`` accepts ``1.0``). A value no JSON document can produce is named by its
+    Python type.
+
+    Args:
+        value: Any value, typically from :func:`json.loads`.
+
+    Returns:
+        One of ``"null"``, ``"boolean"``, ``"integer"``, ``"number"``, ``"string"``, ``"array"``,
+        ``"object"``, or the Python type's name.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float | decimal.Decimal):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _reject_constant(name: str) -> NoReturn:
+    # json.loads accepts NaN, Infinity and -Infinity, which are not JSON.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Parse the raw JSON text of a tool call's arguments.
+
+    An empty or whitespace-only string means no arguments (``{}``): models send that for tools
+    without parameters.
+
+    Args:
+        raw: The arguments exactly as the model streamed them.
+
+    Returns:
+        The arguments object.
+
+    Raises:
+        ArgumentsError: ``raw`` is not valid JSON (``"invalid JSON arguments: <reason>"``;
+            ``NaN`` and ``Infinity`` count as invalid), or it is JSON but not an object
+            (``"arguments must be a JSON object, got array"``).
+    """
+    if not raw or raw.isspace():
+        return {}
+    try:
+        value = json.loads(raw, parse_constant=_reject_constant)
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        raise ArgumentsError([f"invalid JSON arguments: {exc}"]) from exc
+    except RecursionError as exc:
+        raise ArgumentsError(["invalid JSON arguments: nested too deeply"]) from exc
+    if not isinstance(value, dict):
+        raise ArgumentsError([_not_an_object(value)])
+    return value
+
+
+def _not_an_object(value: object) -> str:
+    return f"arguments must be a JSON object, got {json_type_name(value)}"
+
+
+def _has_type(value: object, json_type: str, integral_floats: bool) -> bool:
+    """Whether ``value`` is of ``json_type``, exactly as fastjsonschema's ``type`` check decides."""
+    if json_type == "string":
+        return isinstance(value, str)
+    if json_type == "object":
+        return isinstance(value, dict)
+    if json_type == "array":
+        return isinstance(value, list | tuple)
+    if json_type == "boolean":
+        return isinstance(value, bool)
+    if json_type == "null":
+        return value is None
+    if isinstance(value, bool):  # bool is an int subclass, but never a JSON number
+        return False
+    if json_type == "number":
+        return isinstance(value, int | float | decimal.Decimal)
+    # "integer"
+    return isinstance(value, int) or (
+        integral_floats and isinstance(value, float) and value.is_integer()
+    )
+
+
+class _SeedChecks:
+    """The seed's checks for one schema, read out of the schema once."""
+
+    __slots__ = ("_integral_floats", "_required", "_types")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        required = schema.get("required")
+        names = required if isinstance(required, list | tuple) else ()
+        # dict.fromkeys: a field listed twice is reported once, in schema order.
+        self._required = tuple(dict.fromkeys(n for n in names if isinstance(n, str)))
+        self._types: dict[str, tuple[str, ...]] = {}
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping):
+            for field, subschema in properties.items():
+                types = _declared_types(subschema)
+                if types is not None:
+                    self._types[field] = types
+        draft = schema.get("$schema")
+        self._integral_floats = not (isinstance(draft, str) and "draft-04" in draft)
+
+    def errors(self, args: object) -> list[str]:
+        if not isinstance(args, dict):
+            return [_not_an_object(args)]
+        errors = [f"missing required field {name!r}" for name in self._required if name not in args]
+        if self._types:
+            for field, value in args.items():
+                types = self._types.get(field)
+                if types is None or any(_has_type(value, t, self._integral_floats) for t in types):
+                    continue
+                expected = types[0] if len(types) == 1 else "one of " + ", ".join(types)
+                errors.append(f"field {field!r}: expected {expected}, got {json_type_name(value)}")
+        return errors
+
+
+def _declared_types(subschema: object) -> tuple[str, ...] | None:
+    """The JSON types a property's schema declares, or ``None`` when the seed does not check it.
+
+    Unchecked: no ``type``, a ``type`` naming something that is not a JSON type (fastjsonschema
+    rejects such a schema when it compiles it), and a ``$ref`` beside ``type`` (the reference
+    overrides its siblings, in fastjsonschema as in the drafts it implements).
+    """
+    if not isinstance(subschema, Mapping) or "$ref" in subschema:
+        return None
+    declared = subschema.get("type")
+    types = [declared] if isinstance(declared, str) else declared
+    if not isinstance(types, list | tuple) or not types:
+        return None
+    if not all(isinstance(t, str) and t in JSON_TYPES for t in types):
+        return None
+    return tuple(types)
+
+
+def seed_errors(args: Any, schema: Mapping[str, Any]) -> list[str]:
+    """The seed's checks of ``args`` against ``schema``: every problem, none raised.
+
+    The checks: ``args`` is a JSON object (a ``dict``); every field in ``required`` is present;
+    each present field that has a ``type`` in ``properties`` holds a value of that type (or of one
+    of the types, for a list). Nothing else in the schema is looked at; malformed parts of it are
+    skipped rather than reported (compiling the schema reports them).
+
+    Args:
+        args: Parsed arguments.
+        schema: A tool's parameters schema.
+
+    Returns:
+        The error messages, required fields first (in ``required`` order), then type mismatches
+        (in the arguments' order); empty when the checks pass. Formats:
+        ``"arguments must be a JSON object, got array"``, ``"missing required field 'city'"``,
+        ``"field 'days': expected integer, got string"``,
+        ``"field 'days': expected one of integer, null, got string"``.
+    """
+    return _SeedChecks(schema).errors(args)
+
+
+class _NoRemoteRefs(Mapping[str, Callable[[str], Any]]):
+    """fastjsonschema ``handlers`` that refuse every remote ``$ref``.
+
+    fastjsonschema fetches a ``$ref`` to another document with urllib unless a handler for its
+    URI scheme is given. Validation here is sans-IO, and a tool's schema may come from a provider,
+    so every scheme gets a handler that refuses.
+    """
+
+    def __contains__(self, scheme: object) -> bool:
+        return True
+
+    def __getitem__(self, scheme: str) -> Callable[[str], Any]:
+        return _refuse_remote_ref
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def _refuse_remote_ref(uri: str) -> NoReturn:
+    raise fastjsonschema.JsonSchemaDefinitionException(
+        f"remote $ref {uri!r} is not fetched; inline the referenced schema"
+    )
+
+
+_NO_REMOTE_REFS = _NoRemoteRefs()
+
+
+def _schema_error(name: str) -> str:
+    """fastjsonschema's path (``data``, ``data.unit``, ``data.a.b[0]``) as our message subject."""
+    path = name[4:] if name.startswith("data") else name
+    if not path:
+        return "arguments"
+    return f"field {path.removeprefix('.')!r}"
+
+
+def _value_error(exc: fastjsonschema.JsonSchemaValueException) -> str:
+    # "data.unit must be one of ['c', 'f']" -> "field 'unit' must be one of ['c', 'f']"
+    name = exc.name
+    if name is not None and exc.message.startswith(name):
+        return _schema_error(name) + exc.message[len(name) :]
+    return exc.message
+
+
+class _Validator:
+    """A compiled validator for one schema: the seed's checks, then fastjsonschema's."""
+
+    __slots__ = ("_full", "_seed", "schema")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        try:
+            self._full = fastjsonschema.compile(
+                schema,
+                handlers=_NO_REMOTE_REFS,
+                # Validation only checks: it never fills in defaults (the tool's own defaults
+                # apply) and never changes the caller's arguments.
+                use_default=False,
+                # Report every problem, as the seed's checks do.
+                fast_fail=False,
+            )
+        except fastjsonschema.JsonSchemaDefinitionException as exc:
+            raise ToolDefinitionError(f"invalid JSON Schema: {exc}") from exc
+        except Exception as exc:  # fastjsonschema lets re.error, AttributeError... escape
+            raise ToolDefinitionError(f"invalid JSON Schema: {exc} ({type(exc).__name__})") from exc
+        self._seed = _SeedChecks(schema)
+
+    def __call__(self, args: Any) -> None:
+        errors = self._seed.errors(args)
+        if errors:
+            raise ArgumentsError(errors)
+        try:
+            self._full(args)
+        except fastjsonschema.JsonSchemaValuesException as exc:
+            messages = dict.fromkeys(_value_error(e) for e in exc.errors)
+            raise ArgumentsError(list(messages)) from exc
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise ArgumentsError([_value_error(exc)]) from exc
+
+    def __repr__(self) -> str:
+        return f"<validator for {json.dumps(self.schema, sort_keys=True)}>"
+
+
+def _canonical(schema: Mapping[str, Any]) -> str:
+    def plain(value: object) -> object:
+        if isinstance(value, Mapping):
+            return dict(value)
+        raise TypeError(f"{type(value).__name__} is not JSON")
+
+    if not isinstance(schema, Mapping):
+        raise ToolDefinitionError(f"a JSON Schema must be a mapping, got {type(schema).__name__}")
+    try:
+        return json.dumps(schema, sort_keys=True, default=plain, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(f"invalid JSON Schema: not JSON ({exc})") from exc
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _validator_for(canonical: str) -> _Validator:
+    schema: dict[str, Any] = json.loads(canonical)
+    return _Validator(schema)
+
+
+def compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], None]:
+    """Compile ``schema`` into a validator of tool arguments.
+
+    The validator runs the seed's checks (see :func:`seed_errors`) and, when they pass, full JSON
+    Schema validation; either way it reports every problem it found in one exception. Validation
+    never changes the arguments.
+
+    Compiled validators are cached (up to 1024 schemas) by the schema's canonical JSON text, so
+    schemas that are equal as JSON share one validator; later changes to ``schema`` do not affect
+    a validator already returned. Calling the validator does no serialising or compiling.
+
+    Remote references (``"$ref": "https://..."``) are refused, never fetched; local ones
+    (``"#/$defs/..."``) work.
+
+    Args:
+        schema: A JSON Schema (for a tool: ``"type": "object"`` with ``properties``).
+
+    Returns:
+        A callable taking parsed arguments that returns ``None`` when they are valid.
+
+    Raises:
+        ToolDefinitionError: ``schema`` is not valid JSON Schema (or not JSON at all); the
+            message names the problem. Raised here, never by the returned validator.
+
+    The returned validator raises :class:`ArgumentsError` whose ``errors`` name the field and the
+    problem: the seed's formats, and fastjsonschema's with the subject rewritten
+    (``"field 'unit' must be one of ['c', 'f']"``, ``"field 'loc.lat' must be number"``,
+    ``"arguments must not contain {'x'} properties"``).
+    """
+    return _validator_for(_canonical(schema))
+
+
+def validate_against_schema(args: Any, schema: Mapping[str, Any]) -> None:
+    """Check tool arguments against a tool's JSON Schema.
+
+    The seed's checks first (an object; required fields present; declared types match), all
+    problems together; then, if those pass, full JSON Schema validation with a cached
+    fastjsonschema validator. Shorthand for ``compile_validator(schema)(args)``, which serialises
+    ``schema`` to find its cached validator: to validate many calls, hold
+    :func:`compile_validator`'s result instead.
+
+    Args:
+        args: Parsed arguments (see :func:`parse_arguments`).
+        schema: The tool's ``parameters`` schema.
+
+    Raises:
+        ArgumentsError: The arguments break the schema. ``errors`` holds one message per problem,
+            each naming the field, e.g. ``"missing required field 'city'"``,
+            ``"field 'days': expected integer, got string"``,
+            ``"field 'unit' must be one of ['c', 'f']"``.
+        ToolDefinitionError: ``schema`` itself is not valid JSON Schema.
+
+    Example::
+
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        validate_against_schema({"n": 3}, schema)  # passes
+        validate_against_schema({}, schema)  # ArgumentsError: missing required field 'n'
+    """
+    compile_validator(schema)(args)
