@@ -83,3 +83,16 @@ def test_python_dash_m_runs_the_demo(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "[finish: stop" in done.stdout
+
+
+def test_main_module_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    import runpy
+
+    monkeypatch.setattr("sys.argv", ["trio_invoke", "--no"])
+    monkeypatch.setattr(_demo, "scripted_model", lambda delay=0.0: _real_model(0.0))
+    with pytest.raises(SystemExit) as info:
+        runpy.run_module("trio_invoke", run_name="__main__")
+    assert info.value.code == 0
+
+
+_real_model = _demo.scripted_model

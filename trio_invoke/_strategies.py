@@ -6,11 +6,30 @@ bounded so that a test with the default ``max_examples`` stays fast.
 
 from __future__ import annotations
 
+import itertools
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["json_values", "schemas_with_arguments", "tool_arguments"]
+from ._messages import FinishReason, ToolCall, Usage
+from ._updates import (
+    AgentResponseUpdate,
+    Finish,
+    TextDelta,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+)
+
+__all__ = [
+    "json_values",
+    "schemas_with_arguments",
+    "scripted_rounds",
+    "tool_arguments",
+    "tool_call_streams",
+]
 
 _TYPES = ("string", "number", "integer", "boolean", "null", "array", "object")
 
@@ -124,3 +143,111 @@ def schemas_with_arguments() -> st.SearchStrategy[tuple[dict[str, Any], dict[str
         A strategy of ``(schema, arguments)``.
     """
     return _schema_with_arguments()
+
+
+@st.composite
+def _split(draw: st.DrawFn, text: str) -> list[str]:
+    """``text`` cut at any points (empty pieces included)."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=min(len(text), 6) + 1)))
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@st.composite
+def _interleave(
+    draw: st.DrawFn, sequences: list[list[AgentResponseUpdate]]
+) -> list[AgentResponseUpdate]:
+    """Any merge of ``sequences`` that keeps each one's own order."""
+    queues = [list(reversed(seq)) for seq in sequences if seq]
+    merged: list[AgentResponseUpdate] = []
+    while queues:
+        index = draw(st.integers(0, len(queues) - 1))
+        merged.append(queues[index].pop())
+        if not queues[index]:
+            del queues[index]
+    return merged
+
+
+@st.composite
+def _tool_call_stream(draw: st.DrawFn, calls: Sequence[ToolCall]) -> list[AgentResponseUpdate]:
+    sequences: list[list[AgentResponseUpdate]] = [
+        [
+            ToolCallStart(call.id, call.name),
+            *(ToolCallArgs(call.id, piece) for piece in draw(_split(call.arguments))),
+            ToolCallEnd(call.id),
+        ]
+        for call in calls
+    ]
+    return draw(_interleave(sequences))
+
+
+def tool_call_streams(calls: Sequence[ToolCall]) -> st.SearchStrategy[list[AgentResponseUpdate]]:
+    """The streamed form of ``calls``, as a model may send it.
+
+    Each call becomes ``ToolCallStart``, its arguments cut into any pieces (empty pieces
+    included) as ``ToolCallArgs``, and ``ToolCallEnd``; the calls are interleaved in any order
+    that keeps each call's own order. Call order (the order of the starts) may therefore differ
+    from the order of ``calls``. Ids in ``calls`` must be unique.
+
+    Returns:
+        A strategy of update lists; accumulating one gives back exactly ``calls``.
+    """
+    return _tool_call_stream(list(calls))
+
+
+_BAD_ARGUMENTS = ('{"a": ', "[1, 2]", '"text"', "nul", "{}}")
+
+
+@st.composite
+def _call_arguments(draw: st.DrawFn) -> str:
+    kind = draw(st.sampled_from(("object", "object", "empty", "invalid")))
+    if kind == "object":
+        return json.dumps(draw(tool_arguments()))
+    if kind == "empty":
+        return ""
+    return draw(st.sampled_from(_BAD_ARGUMENTS))
+
+
+@st.composite
+def _scripted_rounds(
+    draw: st.DrawFn, names: list[str], max_rounds: int
+) -> list[list[AgentResponseUpdate]]:
+    rounds: list[list[AgentResponseUpdate]] = []
+    serial = 0
+    usage = st.none() | st.builds(Usage, st.integers(0, 1000), st.integers(0, 1000))
+    for _ in range(draw(st.integers(0, max_rounds - 1))):
+        calls = []
+        for _ in range(draw(st.integers(1, 4))):
+            serial += 1
+            name = draw(st.sampled_from([*names, "no_such_tool"]))
+            calls.append(ToolCall(f"call_{serial}", name, draw(_call_arguments())))
+        stream = draw(tool_call_streams(calls))
+        if draw(st.booleans()):
+            stream.insert(0, TextDelta(draw(st.text(max_size=10))))
+        rounds.append([*stream, Finish(FinishReason.TOOL_CALLS, draw(usage))])
+    deltas = draw(st.lists(st.text(min_size=1, max_size=8), max_size=4))
+    reason = draw(st.sampled_from([FinishReason.STOP, FinishReason.LENGTH]))
+    rounds.append([*(TextDelta(d) for d in deltas), Finish(reason, draw(usage))])
+    return rounds
+
+
+def scripted_rounds(
+    tools: Sequence[str] | Sequence[Any], *, max_rounds: int = 4
+) -> st.SearchStrategy[list[list[AgentResponseUpdate]]]:
+    """Whole scripted model rounds for a :class:`ScriptedChatClient`.
+
+    Up to ``max_rounds - 1`` rounds that call 1 to 4 tools each (names from ``tools``, plus an
+    unknown one), with arguments that are valid JSON objects, empty, or broken (invalid JSON,
+    not an object), streamed in any chunking and interleaving, sometimes after some text, each
+    closed by ``Finish(TOOL_CALLS)`` with or without usage; then one final text round (``STOP``
+    or ``LENGTH``). Call ids are unique across the rounds.
+
+    Args:
+        tools: Tools, or their names.
+        max_rounds: The most rounds in one script.
+
+    Returns:
+        A strategy of scripts: pass one to ``ScriptedChatClient``.
+    """
+    names = [t if isinstance(t, str) else t.name for t in tools]
+    return _scripted_rounds(names, max_rounds)
