@@ -1,9 +1,14 @@
 """trio_invoke: the tool-calling loop of an LLM agent, on Trio's structured concurrency.
 
 Everything public is importable from here; the private modules hold one idea each.
+``OpenAIChatClient`` needs the extra ``trio_invoke[openai]`` (httpx) and is imported on first use,
+so ``import trio_invoke`` works without httpx.
 """
 
 import contextlib as _contextlib
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from ._accumulate import AccumulatedToolCall as AccumulatedToolCall
 from ._accumulate import ToolCallAccumulator as ToolCallAccumulator
@@ -12,6 +17,10 @@ from ._exceptions import ApprovalError as ApprovalError
 from ._exceptions import ArgumentsError as ArgumentsError
 from ._exceptions import ChatClientError as ChatClientError
 from ._exceptions import ConfigurationError as ConfigurationError
+from ._exceptions import HTTPStatusError as HTTPStatusError
+from ._exceptions import ModelConnectionError as ModelConnectionError
+from ._exceptions import ModelResponseError as ModelResponseError
+from ._exceptions import ModelTimeoutError as ModelTimeoutError
 from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
@@ -44,6 +53,9 @@ from ._updates import ToolCallEnd as ToolCallEnd
 from ._updates import ToolCallStart as ToolCallStart
 from ._validate import validate_against_schema as validate_against_schema
 
+if _TYPE_CHECKING:
+    from ._openai import OpenAIChatClient as OpenAIChatClient
+
 __all__ = [
     "AccumulatedToolCall",
     "AgentResponseUpdate",
@@ -60,8 +72,13 @@ __all__ = [
     "FinishReason",
     "FunctionInvokingChatClient",
     "FunctionTool",
+    "HTTPStatusError",
     "InvocationStream",
     "MessageRole",
+    "ModelConnectionError",
+    "ModelResponseError",
+    "ModelTimeoutError",
+    "OpenAIChatClient",
     "RunOptions",
     "ScriptExhaustedError",
     "ScriptedCall",
@@ -86,14 +103,34 @@ __all__ = [
 ]
 
 
-def _fixup_module_metadata() -> None:
+_LAZY = {"OpenAIChatClient": "._openai"}
+"""Public names whose module needs an extra: imported on first access."""
+
+
+def _fixup_module_metadata(obj: _Any) -> None:
     # Public objects report `trio_invoke.X`, so reprs and tracebacks show the public path.
-    for name in __all__:
-        obj = globals()[name]
-        if getattr(obj, "__module__", "").startswith("trio_invoke._"):
-            with _contextlib.suppress(AttributeError, TypeError):  # a type alias: leave it
-                obj.__module__ = __name__
+    if getattr(obj, "__module__", "").startswith("trio_invoke._"):
+        with _contextlib.suppress(AttributeError, TypeError):  # a type alias: leave it
+            obj.__module__ = __name__
 
 
-_fixup_module_metadata()
-del _fixup_module_metadata
+for _name in __all__:
+    if _name not in _LAZY:
+        _fixup_module_metadata(globals()[_name])
+del _name
+
+
+def __getattr__(name: str) -> _Any:
+    """Import ``OpenAIChatClient`` on first use; without httpx that raises an ``ImportError``
+    naming the extra to install, ``trio_invoke[openai]``."""
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module_name, __name__), name)
+    _fixup_module_metadata(value)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

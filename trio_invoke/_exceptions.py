@@ -10,7 +10,11 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
     ├── ApprovalError (ValueError)        approval responses that do not match the pending calls
     ├── StreamProtocolError               the inner client's stream of updates is inconsistent
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
-    └── ChatClientError                   the inner chat client failed; the original is __cause__
+    └── ChatClientError                   the chat client failed; a wrapped original is __cause__
+        ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
+        ├── ModelConnectionError          the server was unreachable or the connection broke
+        │   └── ModelTimeoutError         the server sent nothing within the read timeout
+        └── ModelResponseError            a malformed or cut-short stream, or an error event in it
 
 Tool failures are never raised: they become error results that go back to the model.
 """
@@ -22,6 +26,10 @@ __all__ = [
     "ArgumentsError",
     "ChatClientError",
     "ConfigurationError",
+    "HTTPStatusError",
+    "ModelConnectionError",
+    "ModelResponseError",
+    "ModelTimeoutError",
     "ScriptExhaustedError",
     "StreamProtocolError",
     "ToolDefinitionError",
@@ -69,4 +77,58 @@ class ScriptExhaustedError(TrioInvokeError):
 
 
 class ChatClientError(TrioInvokeError):
-    """The inner chat client raised; the original exception is ``__cause__``."""
+    """The chat client failed.
+
+    When the loop wraps an exception of an inner chat client that is not a ``TrioInvokeError``,
+    the original exception is ``__cause__``. The subclasses below are raised by the HTTP client
+    (:class:`OpenAIChatClient`) itself.
+    """
+
+
+class HTTPStatusError(ChatClientError):
+    """The model server answered with an HTTP error status (4xx or 5xx).
+
+    ``str(exc)`` reads ``"HTTP 401: Incorrect API key provided ..."``.
+    """
+
+    def __init__(
+        self, status_code: int, message: str, *, body: str = "", retry_after: float | None = None
+    ) -> None:
+        self.status_code = status_code
+        """The HTTP status code."""
+        self.message = message
+        """The provider's error message (``error.message`` in the body), else the body's text,
+        else the HTTP reason phrase."""
+        self.body = body
+        """The response body, as text (possibly truncated)."""
+        self.retry_after = retry_after
+        """Seconds the server asked to wait before a retry (``Retry-After``), if it said."""
+        super().__init__(f"HTTP {status_code}: {message}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            _rebuild_http_status_error,
+            (self.status_code, self.message, self.body, self.retry_after),
+        )
+
+
+def _rebuild_http_status_error(
+    status_code: int, message: str, body: str, retry_after: float | None
+) -> HTTPStatusError:
+    return HTTPStatusError(status_code, message, body=body, retry_after=retry_after)
+
+
+class ModelConnectionError(ChatClientError):
+    """The model server could not be reached, or the connection broke before the response was
+    complete. The httpx exception is ``__cause__``."""
+
+
+class ModelTimeoutError(ModelConnectionError):
+    """The model server sent nothing for longer than the read timeout (or the connect, write or
+    pool timeout ran out). The httpx exception is ``__cause__``."""
+
+
+class ModelResponseError(ChatClientError):
+    """The model server's response broke the streaming protocol: a chunk that is not JSON, a
+    stream that ended before its finish reason or ``[DONE]``, or an error the server reported
+    inside the stream."""

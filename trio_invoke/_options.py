@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -29,6 +30,14 @@ def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(value)
 
 
+def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value))
+
+
+def _tool_choice(value: str | Mapping[str, Any] | None) -> str | Mapping[str, Any] | None:
+    return value if value is None or isinstance(value, str) else _read_only(value)
+
+
 @attrs.frozen(kw_only=True)
 class RunOptions:
     """Options for one run of a chat client. Immutable: derive copies with :meth:`evolve`.
@@ -53,6 +62,21 @@ class RunOptions:
     tools: tuple[ToolDefinition, ...] = attrs.field(default=(), converter=_tuple)
     """The tools the model may call. :class:`FunctionInvokingChatClient` fills this in for its
     inner client every round; a chat client sends them to the model."""
+    tool_choice: str | Mapping[str, Any] | None = attrs.field(
+        default=None, converter=_tool_choice, hash=False
+    )
+    """Whether and which tools the model must call: ``"auto"``, ``"none"``, ``"required"``, or
+    ``{"type": "function", "function": {"name": "..."}}`` for one tool. ``None`` (the default)
+    leaves it to the provider. Sent as the request's ``tool_choice``."""
+    parallel_tool_calls: bool | None = None
+    """Whether the model may call several tools in one response. ``None`` (the default) leaves it
+    to the provider. Sent as the request's ``parallel_tool_calls``."""
+    model_options: Mapping[str, Any] = attrs.field(factory=dict, converter=_read_only, hash=False)
+    """Further fields for the model request, passed through as they are, for example
+    ``{"temperature": 0.2, "max_tokens": 512, "seed": 7}``. Read-only once set. The loop hands them
+    to its inner client every round; :class:`OpenAIChatClient` merges them into the request body
+    (over its own ``model_options``)."""
+
 
     def evolve(self, **changes: Any) -> RunOptions:
         """A copy with ``changes`` applied (``attrs.evolve``)."""

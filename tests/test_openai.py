@@ -1,0 +1,1006 @@
+"""OpenAIChatClient against a real HTTP server on 127.0.0.1 (tests/sse_server.py) replaying SSE
+transcripts in the shapes OpenAI, Ollama and vLLM send, cut into pieces at awkward places."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import json
+import pickle
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import pytest
+import trio
+import trio.testing
+from sse_server import Reply, SSEServer
+
+import trio_invoke
+from trio_invoke import (
+    ChatClient,
+    ChatMessage,
+    ConfigurationError,
+    Error,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    HTTPStatusError,
+    ModelConnectionError,
+    ModelResponseError,
+    ModelTimeoutError,
+    OpenAIChatClient,
+    RunOptions,
+    TextDelta,
+    ToolCallArgs,
+    ToolCalled,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+    tool,
+)
+from trio_invoke._openai import _ChunkDecoder, _retry_after
+from trio_invoke._updates import AgentResponseUpdate
+from trio_invoke.testing import assert_transcript_valid
+
+USER = [ChatMessage.user("What's the weather in Paris?")]
+
+
+# -- transcripts ---------------------------------------------------------------------------------
+
+
+def sse(*chunks: dict[str, Any] | str, eol: str = "\n") -> bytes:
+    """An SSE body: one ``data:`` event per chunk (a dict is JSON-encoded), then nothing."""
+    events = [c if isinstance(c, str) else json.dumps(c, ensure_ascii=False) for c in chunks]
+    return "".join(f"data: {e}{eol}{eol}" for e in events).encode()
+
+
+def openai_chunk(
+    delta: dict[str, Any] | None = None, finish: str | None = None, *, usage: Any = None
+) -> dict[str, Any]:
+    """A chunk as api.openai.com sends it: every field present, ``"usage": null`` until the
+    usage chunk, whose ``choices`` is empty."""
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+        "object": "chat.completion.chunk",
+        "created": 1741570283,
+        "model": "gpt-4o-mini-2024-07-18",
+        "service_tier": "default",
+        "system_fingerprint": "fp_06737a9306",
+        "choices": [],
+        "usage": usage,
+    }
+    if delta is not None:
+        chunk["choices"] = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+    return chunk
+
+
+def openai_usage(prompt: int, completion: int) -> dict[str, Any]:
+    return openai_chunk(
+        usage={
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        }
+    )
+
+
+def ollama_chunk(
+    delta: dict[str, Any] | None = None, finish: str | None = None, *, usage: Any = None
+) -> dict[str, Any]:
+    """A chunk as Ollama's /v1 sends it: the role on every delta, no ``usage`` key except in
+    the usage chunk (a copy of the last chunk with empty ``choices``)."""
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-611",
+        "object": "chat.completion.chunk",
+        "created": 1741570290,
+        "model": "llama3.2",
+        "system_fingerprint": "fp_ollama",
+        "choices": [],
+    }
+    if delta is not None:
+        full = {"role": "assistant", "content": "", **delta}
+        chunk["choices"] = [{"index": 0, "delta": full, "finish_reason": finish}]
+    if usage is not None:
+        chunk["usage"] = usage
+    return chunk
+
+
+def vllm_chunk(
+    delta: dict[str, Any] | None = None, finish: str | None = None, *, usage: Any = None
+) -> dict[str, Any]:
+    """A chunk as vLLM sends it: ``logprobs`` and ``finish_reason`` always, ``stop_reason`` on
+    the last, no ``usage`` key except in the usage chunk."""
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-9c3f0b6e1d2a4f7b",
+        "object": "chat.completion.chunk",
+        "created": 1741570301,
+        "model": "Qwen/Qwen2.5-7B-Instruct",
+        "choices": [],
+    }
+    if delta is not None:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        if finish is not None:
+            choice["stop_reason"] = None
+        chunk["choices"] = [choice]
+    if usage is not None:
+        chunk["usage"] = usage
+    return chunk
+
+
+def call_start(index: int, call_id: str, name: str, arguments: str | None = "") -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        function["arguments"] = arguments
+    return {"index": index, "id": call_id, "type": "function", "function": function}
+
+
+def call_args(index: int, arguments: str) -> dict[str, Any]:
+    return {"index": index, "function": {"arguments": arguments}}
+
+
+OPENAI_TEXT = sse(
+    openai_chunk({"role": "assistant", "content": "", "refusal": None}),
+    openai_chunk({"content": "Café"}),
+    openai_chunk({"content": " ☕ in Paris: "}),
+    openai_chunk({"content": ""}),
+    openai_chunk({"content": "sunny, 21 °C."}),
+    openai_chunk({}, "stop"),
+    openai_usage(12, 9),
+    "[DONE]",
+)
+OPENAI_TEXT_UPDATES = [
+    TextDelta("Café"),
+    TextDelta(" ☕ in Paris: "),
+    TextDelta("sunny, 21 °C."),
+    Finish(FinishReason.STOP, Usage(12, 9)),
+]
+
+OPENAI_PARALLEL = sse(  # OpenAI streams parallel calls one after the other, by index
+    openai_chunk(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call_start(0, "call_Wx1", "get_weather")],
+            "refusal": None,
+        }
+    ),
+    openai_chunk({"tool_calls": [call_args(0, '{"ci')]}),
+    openai_chunk({"tool_calls": [call_args(0, 'ty": "Paris"}')]}),
+    openai_chunk({"tool_calls": [call_start(1, "call_Tm2", "get_time")]}),
+    openai_chunk({"tool_calls": [call_args(1, '{"zone": ')]}),
+    openai_chunk({"tool_calls": [call_args(1, '"Europe/Paris"}')]}),
+    openai_chunk({}, "tool_calls"),
+    openai_usage(80, 41),
+    "[DONE]",
+)
+PARALLEL_UPDATES = [
+    ToolCallStart("call_Wx1", "get_weather"),
+    ToolCallArgs("call_Wx1", '{"ci'),
+    ToolCallArgs("call_Wx1", 'ty": "Paris"}'),
+    ToolCallStart("call_Tm2", "get_time"),
+    ToolCallArgs("call_Tm2", '{"zone": '),
+    ToolCallArgs("call_Tm2", '"Europe/Paris"}'),
+    ToolCallEnd("call_Wx1"),
+    ToolCallEnd("call_Tm2"),
+    Finish(FinishReason.TOOL_CALLS, Usage(80, 41)),
+]
+
+OLLAMA_TOOLS = sse(  # whole calls in one chunk, each with its id and index
+    ollama_chunk(
+        {
+            "tool_calls": [
+                call_start(0, "call_k3b1x9fz", "get_weather", '{"city":"Paris"}'),
+                call_start(1, "call_7yq2m0aa", "get_time", '{"zone":"Europe/Paris"}'),
+            ]
+        }
+    ),
+    ollama_chunk({}, "tool_calls"),
+    ollama_chunk(usage={"prompt_tokens": 140, "completion_tokens": 38, "total_tokens": 178}),
+    "[DONE]",
+)
+OLLAMA_TEXT = sse(
+    ollama_chunk({"content": "Il fait "}),
+    ollama_chunk({"content": "beau à Paris."}),
+    ollama_chunk({}, "stop"),
+    ollama_chunk(usage={"prompt_tokens": 200, "completion_tokens": 7, "total_tokens": 207}),
+    "[DONE]",
+)
+
+VLLM_INTERLEAVED = sse(  # name on a call's first chunk without arguments; two calls interleaved
+    vllm_chunk({"role": "assistant", "content": ""}),
+    vllm_chunk({"tool_calls": [call_start(0, "chatcmpl-tool-a1", "get_weather", None)]}),
+    vllm_chunk({"tool_calls": [call_start(1, "chatcmpl-tool-b2", "get_time", None)]}),
+    vllm_chunk({"tool_calls": [call_args(0, '{"city": "')]}),
+    vllm_chunk({"tool_calls": [call_args(1, '{"zone": "Europe/')]}),
+    vllm_chunk({"tool_calls": [call_args(0, 'Paris"}')]}),
+    vllm_chunk({"tool_calls": [call_args(1, 'Paris"}')]}),
+    vllm_chunk({"content": ""}, "tool_calls"),
+    vllm_chunk(usage={"prompt_tokens": 301, "total_tokens": 342, "completion_tokens": 41}),
+    "[DONE]",
+)
+VLLM_INTERLEAVED_UPDATES = [
+    ToolCallStart("chatcmpl-tool-a1", "get_weather"),
+    ToolCallStart("chatcmpl-tool-b2", "get_time"),
+    ToolCallArgs("chatcmpl-tool-a1", '{"city": "'),
+    ToolCallArgs("chatcmpl-tool-b2", '{"zone": "Europe/'),
+    ToolCallArgs("chatcmpl-tool-a1", 'Paris"}'),
+    ToolCallArgs("chatcmpl-tool-b2", 'Paris"}'),
+    ToolCallEnd("chatcmpl-tool-a1"),
+    ToolCallEnd("chatcmpl-tool-b2"),
+    Finish(FinishReason.TOOL_CALLS, Usage(301, 41)),
+]
+
+
+def cut(raw: bytes, size: int = 7) -> list[bytes]:
+    """``raw`` in pieces of ``size`` bytes, also cut after the first byte of every multi-byte
+    UTF-8 character: cuts land mid-line, mid-field and mid-character."""
+    points = set(range(size, len(raw), size))
+    points |= {i + 1 for i, byte in enumerate(raw) if byte >= 0xC0}
+    bounds = [0, *sorted(points), len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def cuts_inside_a_character(pieces: Sequence[bytes]) -> int:
+    """How many piece boundaries fall inside a UTF-8 character."""
+    return sum(1 for piece in pieces[1:] if piece and 0x80 <= piece[0] < 0xC0)
+
+
+# -- fixtures and helpers ------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _no_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture
+async def server(nursery: trio.Nursery) -> SSEServer:
+    srv = SSEServer()
+    await nursery.start(srv.serve)
+    return srv
+
+
+def client_for(server: SSEServer, **kwargs: Any) -> OpenAIChatClient:
+    kwargs.setdefault("retry_backoff", 0.0)
+    return OpenAIChatClient("test-model", base_url=server.url, **kwargs)
+
+
+async def stream_updates(
+    client: ChatClient,
+    messages: Sequence[ChatMessage] = USER,
+    options: RunOptions | None = None,
+    into: list[AgentResponseUpdate] | None = None,
+) -> list[AgentResponseUpdate]:
+    """Every update of one run; with ``into``, updates land there as they come (so a test can
+    see what arrived before an exception)."""
+    updates = [] if into is None else into
+    with trio.fail_after(20):
+        async with client.run(messages, options) as stream:
+            async for update in stream:
+                updates.append(update)
+    return updates
+
+
+def no_resource_warnings() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, [str(w.message) for w in leaks]
+
+
+# -- responses -----------------------------------------------------------------------------------
+
+
+async def test_openai_text_cut_mid_utf8_character(server: SSEServer) -> None:
+    pieces = cut(OPENAI_TEXT)
+    assert cuts_inside_a_character(pieces) > 0
+    server.add(Reply(pieces))
+    assert await stream_updates(client_for(server)) == OPENAI_TEXT_UPDATES
+
+
+async def test_openai_parallel_tool_calls_by_index(server: SSEServer) -> None:
+    server.add(Reply(cut(OPENAI_PARALLEL, 5)))
+    assert await stream_updates(client_for(server)) == PARALLEL_UPDATES
+
+
+async def test_ollama_whole_calls_and_usage_chunk(server: SSEServer) -> None:
+    server.add(Reply(cut(OLLAMA_TOOLS, 11)), Reply(cut(OLLAMA_TEXT, 3)))
+    model = client_for(server)
+    assert await stream_updates(model) == [
+        ToolCallStart("call_k3b1x9fz", "get_weather"),
+        ToolCallArgs("call_k3b1x9fz", '{"city":"Paris"}'),
+        ToolCallStart("call_7yq2m0aa", "get_time"),
+        ToolCallArgs("call_7yq2m0aa", '{"zone":"Europe/Paris"}'),
+        ToolCallEnd("call_k3b1x9fz"),
+        ToolCallEnd("call_7yq2m0aa"),
+        Finish(FinishReason.TOOL_CALLS, Usage(140, 38)),
+    ]
+    assert await stream_updates(model) == [
+        TextDelta("Il fait "),
+        TextDelta("beau à Paris."),
+        Finish(FinishReason.STOP, Usage(200, 7)),
+    ]
+
+
+async def test_vllm_interleaved_calls(server: SSEServer) -> None:
+    server.add(Reply(cut(VLLM_INTERLEAVED, 13)))
+    assert await stream_updates(client_for(server)) == VLLM_INTERLEAVED_UPDATES
+
+
+async def test_crlf_and_keep_alive_comments_cut_between_cr_and_lf(server: SSEServer) -> None:
+    # sse-starlette based servers (llama-cpp-python and others) end lines with CRLF and send
+    # ": ping" comments while the model thinks.
+    raw = b": ping - 2025-03-10 01:31:23\r\n\r\n" + OPENAI_TEXT.replace(b"\n", b"\r\n")
+    pieces = [raw[: i + 1] for i in [raw.index(b"\r")]]
+    pieces += cut(raw[len(pieces[0]) :], 9)
+    assert pieces[0].endswith(b"\r")
+    assert pieces[1].startswith(b"\n")
+    server.add(Reply(pieces))
+    assert await stream_updates(client_for(server)) == OPENAI_TEXT_UPDATES
+
+
+async def test_usage_may_come_with_the_finish_chunk_and_done_may_be_missing(
+    server: SSEServer,
+) -> None:
+    # llama.cpp's server puts usage (and timings) on the finish chunk; a close-delimited body
+    # that ends after a finish reason, without [DONE], is complete.
+    body = sse(
+        openai_chunk({"content": "ok"}),
+        openai_chunk(
+            {}, "length", usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+        ),
+    )
+    server.add(Reply([body], framing="close"))
+    assert await stream_updates(client_for(server)) == [
+        TextDelta("ok"),
+        Finish(FinishReason.LENGTH, Usage(3, 1)),
+    ]
+
+
+async def test_content_filter_and_no_usage(server: SSEServer) -> None:
+    server.add(
+        Reply([sse(openai_chunk({"content": "I"}), openai_chunk({}, "content_filter"), "[DONE]")])
+    )
+    assert await stream_updates(client_for(server)) == [
+        TextDelta("I"),
+        Finish(FinishReason.CONTENT_FILTER, None),
+    ]
+
+
+# -- the request ---------------------------------------------------------------------------------
+
+
+@tool
+async def get_weather(city: str) -> str:
+    """The current weather in a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def get_time(zone: str) -> str:
+    """The local time in an IANA time zone."""
+    return f"14:05 in {zone}"
+
+
+@tool
+async def to_fahrenheit(celsius: float) -> float:
+    """Convert Celsius to Fahrenheit."""
+    return celsius * 9 / 5 + 32
+
+
+async def test_request_carries_model_messages_tools_and_options(server: SSEServer) -> None:
+    server.add(Reply([OPENAI_TEXT]))
+    model = client_for(server, api_key="sk-test", model_options={"temperature": 0.5, "seed": 1})
+    options = RunOptions(
+        tools=[trio_invoke.ToolDefinition.of(get_weather)],
+        tool_choice="required",
+        parallel_tool_calls=False,
+        model_options={"temperature": 0.0, "max_tokens": 64},
+    )
+    messages = [ChatMessage.system("Be brief."), *USER]
+    await stream_updates(model, messages, options)
+    (request,) = server.requests
+    assert (request.method, request.path) == ("POST", "/v1/chat/completions")
+    assert request.headers["authorization"] == "Bearer sk-test"
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["accept"] == "text/event-stream"
+    assert request.json == {
+        "model": "test-model",
+        "messages": [m.to_dict() for m in messages],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "The current weather in a city.",
+                    "parameters": dict(get_weather.parameters),
+                },
+            }
+        ],
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "temperature": 0.0,
+        "seed": 1,
+        "max_tokens": 64,
+    }
+
+
+async def test_no_key_no_authorization_and_optional_fields_left_out(server: SSEServer) -> None:
+    server.add(Reply([OPENAI_TEXT]), Reply([OPENAI_TEXT]))
+    await stream_updates(client_for(server))
+    # tool_choice and parallel_tool_calls without tools: OpenAI would answer 400
+    options = RunOptions(tool_choice="auto", parallel_tool_calls=True)
+    await stream_updates(client_for(server, model_options={"seed": 3}), options=options)
+    first, second = server.requests
+    assert "authorization" not in first.headers
+    assert set(first.json) == {"model", "messages", "stream", "stream_options"}
+    assert set(second.json) == {"model", "messages", "stream", "stream_options", "seed"}
+
+
+async def test_a_none_model_option_leaves_the_field_out(server: SSEServer) -> None:
+    server.add(Reply([OPENAI_TEXT]))
+    model = client_for(server, model_options={"temperature": 1})
+    options = RunOptions(model_options={"stream_options": None, "temperature": None})
+    await stream_updates(model, options=options)
+    assert set(server.requests[0].json) == {"model", "messages", "stream"}
+
+
+async def test_base_url_and_key_from_the_environment(
+    server: SSEServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    model = OpenAIChatClient("gpt-4o-mini")
+    assert model.base_url == server.url
+    assert repr(model) == f"OpenAIChatClient('gpt-4o-mini', base_url={server.url!r}, api_key=***)"
+    server.add(Reply([OPENAI_TEXT]))
+    await stream_updates(model)
+    assert server.requests[0].headers["authorization"] == "Bearer sk-env"
+
+
+def test_defaults_without_environment() -> None:
+    model = OpenAIChatClient("gpt-4o-mini")
+    assert model.url == "https://api.openai.com/v1/chat/completions"
+    assert "api_key" not in repr(model)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"base_url": "localhost:11434"}, "http"),
+        ({"base_url": "ftp://example.com/v1"}, "http"),
+        ({"base_url": "http://[::1/v1"}, "not a valid URL"),
+        ({"max_retries": -1}, "max_retries"),
+        ({"max_retries": True}, "max_retries"),
+        ({"retry_backoff": -0.5}, "retry_backoff"),
+        ({"max_retry_delay": float("inf")}, "max_retry_delay"),
+        ({"model_options": {"stream": False}}, "stream"),
+    ],
+)
+def test_bad_configuration(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        OpenAIChatClient("m", **kwargs)
+    with pytest.raises(ValueError, match=match):  # a ConfigurationError is a ValueError
+        OpenAIChatClient("m", **kwargs)
+
+
+def test_empty_model_name() -> None:
+    with pytest.raises(ConfigurationError, match="model"):
+        OpenAIChatClient("")
+
+
+async def test_run_options_may_not_set_fields_the_client_owns(server: SSEServer) -> None:
+    with pytest.raises(ConfigurationError, match="tools"):
+        await stream_updates(client_for(server), options=RunOptions(model_options={"tools": []}))
+    with pytest.raises(ConfigurationError, match="JSON"):
+        await stream_updates(client_for(server), options=RunOptions(model_options={"x": {1, 2}}))
+    assert server.requests == []
+
+
+def test_is_a_chat_client() -> None:
+    assert isinstance(OpenAIChatClient("m"), ChatClient)
+    assert OpenAIChatClient.__module__ == "trio_invoke"
+    assert "OpenAIChatClient" in dir(trio_invoke)
+
+
+# -- HTTP errors and retries ---------------------------------------------------------------------
+
+INVALID_KEY = {
+    "error": {
+        "message": "Incorrect API key provided: sk-test. You can find your API key at "
+        "https://platform.openai.com/account/api-keys.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_api_key",
+    }
+}
+
+
+async def test_http_401_is_raised_with_status_and_message_and_not_retried(
+    server: SSEServer,
+) -> None:
+    server.add(Reply.error(401, INVALID_KEY))
+    with pytest.raises(HTTPStatusError) as caught:
+        await stream_updates(client_for(server, api_key="sk-test"))
+    assert caught.value.status_code == 401
+    assert caught.value.message.startswith("Incorrect API key provided: sk-test.")
+    assert str(caught.value).startswith("HTTP 401: Incorrect API key provided: sk-test.")
+    assert len(server.requests) == 1
+
+
+def test_http_status_error_pickles_with_its_attributes() -> None:
+    error = HTTPStatusError(429, "Rate limit reached", body="{}", retry_after=2.5)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.status_code, copy.message, copy.body, copy.retry_after, str(copy)) == (
+        429,
+        "Rate limit reached",
+        "{}",
+        2.5,
+        "HTTP 429: Rate limit reached",
+    )
+    assert isinstance(copy, trio_invoke.ChatClientError)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"object": "error", "message": "max_tokens is too large", "code": 400}, "max_tokens is"),
+        ({"error": 'model "llama9" not found, try pulling it first'}, 'model "llama9" not'),
+        ({"error": {"code": 400, "message": "the request exceeds the context"}}, "the request"),
+        ({"detail": "Not Found"}, "Not Found"),
+        (b"upstream connect error", "upstream connect error"),
+        (b"", "Not Found"),
+    ],
+)
+async def test_error_message_from_each_server_shape(
+    server: SSEServer, body: Any, message: str
+) -> None:
+    server.add(Reply.error(404 if body == b"" else 400, body))
+    with pytest.raises(HTTPStatusError, match=message) as caught:
+        await stream_updates(client_for(server))
+    assert caught.value.message.startswith(message)
+
+
+async def test_inside_the_loop_an_http_error_passes_through_unwrapped(server: SSEServer) -> None:
+    server.add(Reply.error(401, INVALID_KEY))
+    agent = FunctionInvokingChatClient(client_for(server), [get_weather])
+    with pytest.raises(HTTPStatusError, match="HTTP 401: Incorrect API key"):
+        await stream_updates(agent)
+
+
+async def test_5xx_is_retried_then_succeeds(server: SSEServer) -> None:
+    server.add(
+        Reply.error(500, {"error": {"message": "The server had an error"}}),
+        Reply.error(503, b"Service Unavailable"),
+        Reply([OPENAI_TEXT]),
+    )
+    assert await stream_updates(client_for(server)) == OPENAI_TEXT_UPDATES
+    assert len(server.requests) == 3
+    assert server.requests[0].body == server.requests[2].body
+
+
+async def test_retries_run_out(server: SSEServer) -> None:
+    server.add(*[Reply.error(502, b"Bad Gateway")] * 3)
+    with pytest.raises(HTTPStatusError, match="HTTP 502: Bad Gateway"):
+        await stream_updates(client_for(server, max_retries=1))
+    assert len(server.requests) == 2
+
+
+async def test_no_retries_when_max_retries_is_zero(server: SSEServer) -> None:
+    server.add(Reply.error(429, {"error": {"message": "Rate limit reached"}}))
+    with pytest.raises(HTTPStatusError) as caught:
+        await stream_updates(client_for(server, max_retries=0))
+    assert caught.value.status_code == 429
+    assert len(server.requests) == 1
+
+
+async def test_429_honours_retry_after(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1  # virtual time jumps only while everything waits
+    server.add(
+        Reply.error(429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": "7"}),
+        Reply([OPENAI_TEXT]),
+    )
+    start = trio.current_time()
+    assert await stream_updates(client_for(server, retry_backoff=100.0)) == OPENAI_TEXT_UPDATES
+    assert 7 <= trio.current_time() - start < 8
+    assert len(server.requests) == 2
+
+
+async def test_backoff_doubles_without_retry_after(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(*[Reply.error(500, b"oops")] * 2, Reply([OPENAI_TEXT]))
+    start = trio.current_time()
+    await stream_updates(client_for(server, retry_backoff=2.0))
+    assert 0.75 * (2 + 4) <= trio.current_time() - start < 6.5  # with up to 25 % jitter
+
+
+async def test_retry_after_longer_than_max_retry_delay_is_not_waited_for(
+    server: SSEServer,
+) -> None:
+    server.add(Reply.error(429, {"error": {"message": "quota"}}, {"Retry-After": "3600"}))
+    with pytest.raises(HTTPStatusError) as caught:
+        await stream_updates(client_for(server, max_retry_delay=30.0))
+    assert caught.value.retry_after == 3600
+    assert len(server.requests) == 1
+
+
+def test_retry_after_forms() -> None:
+    def parse(**headers: str) -> float | None:
+        named = {name.replace("_", "-"): value for name, value in headers.items()}
+        return _retry_after(httpx.Headers(named), now=1445412480.0)  # 2015-10-21 07:28:00Z
+
+    assert parse() is None
+    assert parse(retry_after="12") == 12
+    assert parse(retry_after="1.5") == 1.5
+    assert parse(retry_after="Wed, 21 Oct 2015 07:28:30 GMT") == 30
+    assert parse(retry_after="Wed, 21 Oct 2015 07:00:00 GMT") == 0  # in the past: now
+    assert parse(retry_after="soon") is None
+    assert parse(retry_after="-3") == 0
+    assert parse(retry_after_ms="250", retry_after="9") == 0.25  # OpenAI's header wins
+    assert parse(retry_after_ms="x", retry_after="9") == 9
+
+
+async def test_connection_refused_is_retried_then_raised() -> None:
+    with trio.socket.socket() as sock:  # a port nobody listens on
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = OpenAIChatClient("m", base_url=f"http://127.0.0.1:{port}/v1", retry_backoff=0.0)
+    with pytest.raises(ModelConnectionError, match=r"could not get a response .*3 attempts"):
+        await stream_updates(model)
+    no_resource_warnings()
+
+
+# -- broken streams ------------------------------------------------------------------------------
+
+
+async def test_connection_cut_mid_stream_raises_after_the_updates_before_it(
+    server: SSEServer,
+) -> None:
+    raw = OPENAI_PARALLEL
+    server.add(Reply([raw[: raw.index(b"call_Tm2")]], ending="cut"))
+    seen: list[AgentResponseUpdate] = []
+    with pytest.raises(ModelConnectionError, match="broke in the middle of the response") as caught:
+        await stream_updates(client_for(server), into=seen)
+    assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
+    assert seen == PARALLEL_UPDATES[:3]
+    assert len(server.requests) == 1  # never retried once the response started
+
+
+async def test_body_ending_without_finish_or_done_is_an_error(server: SSEServer) -> None:
+    server.add(Reply([sse(openai_chunk({"content": "Hel"}))], framing="close"))
+    seen: list[AgentResponseUpdate] = []
+    with pytest.raises(ModelResponseError, match=r"ended before the response was complete"):
+        await stream_updates(client_for(server), into=seen)
+    assert seen == [TextDelta("Hel")]
+
+
+async def test_a_body_that_is_not_sse_is_described(server: SSEServer) -> None:
+    server.add(Reply([b'{"object": "chat.completion"}'], content_type="application/json"))
+    with pytest.raises(ModelResponseError, match=r"application/json.*chat\.completion"):
+        await stream_updates(client_for(server))
+
+
+async def test_malformed_json_chunk(server: SSEServer) -> None:
+    body = sse(openai_chunk({"content": "ok"})) + b'data: {"choices": [\n\n'
+    server.add(Reply([body], ending="stall"))
+    seen: list[AgentResponseUpdate] = []
+    with pytest.raises(ModelResponseError, match=r"not valid JSON.*choices"):
+        await stream_updates(client_for(server), into=seen)
+    assert seen == [TextDelta("ok")]
+    with trio.fail_after(5):
+        await server.closed_while_stalled.wait()  # the client hung up, it did not wait
+
+
+async def test_an_error_inside_the_stream(server: SSEServer) -> None:
+    error = {"error": {"message": "The server is overloaded", "type": "server_error"}}
+    server.add(Reply([sse(openai_chunk({"content": "Hi"}), error)], ending="stall"))
+    with pytest.raises(ModelResponseError, match="reported an error in the stream: The server is"):
+        await stream_updates(client_for(server))
+
+
+async def test_an_error_event_inside_the_stream(server: SSEServer) -> None:
+    server.add(Reply([b'event: error\ndata: {"message": "model crashed"}\n\n'], ending="stall"))
+    with pytest.raises(ModelResponseError, match="model crashed"):
+        await stream_updates(client_for(server))
+
+
+async def test_read_timeout(server: SSEServer, mock_clock: trio.testing.MockClock) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(Reply([sse(openai_chunk({"content": "Hel"}))], ending="stall"))
+    seen: list[AgentResponseUpdate] = []
+    start = trio.current_time()
+    with pytest.raises(ModelTimeoutError, match=r"read timeout, 5\.0 s"):
+        await stream_updates(client_for(server, timeout=5.0), into=seen)
+    assert 5 <= trio.current_time() - start < 6
+    assert seen == [TextDelta("Hel")]
+    assert isinstance(ModelTimeoutError("x"), ModelConnectionError)
+
+
+async def test_a_server_that_never_answers_times_out_without_retry(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(Reply(ending="silent"))
+    with pytest.raises(ModelTimeoutError, match=r"read timeout, 5\.0 s"):
+        await stream_updates(client_for(server, timeout=5.0))
+    assert len(server.requests) == 1
+
+
+# -- connections ---------------------------------------------------------------------------------
+
+
+async def test_your_own_http_client_is_used_and_left_open(server: SSEServer) -> None:
+    server.add(Reply([OPENAI_TEXT]), Reply([OPENAI_TEXT]))
+    async with httpx.AsyncClient() as http:
+        model = client_for(server, http_client=http)
+        async with model:  # nothing to open: the client is yours
+            assert await stream_updates(model) == OPENAI_TEXT_UPDATES
+        assert await stream_updates(model) == OPENAI_TEXT_UPDATES
+        assert not http.is_closed
+    assert server.connections == 1
+
+
+async def test_entering_twice_is_an_error_and_closing_twice_is_fine(server: SSEServer) -> None:
+    model = client_for(server)
+    async with model:
+        with pytest.raises(RuntimeError, match="already open"):
+            await model.__aenter__()
+    await model.aclose()
+
+
+# -- cancellation and leaks ----------------------------------------------------------------------
+
+
+async def test_cancelling_the_loop_closes_the_response_promptly(server: SSEServer) -> None:
+    server.add(Reply([sse(openai_chunk({"content": "Thinking"}))], ending="stall"))
+    agent = FunctionInvokingChatClient(client_for(server), [get_weather])
+    scope = trio.CancelScope()
+    seen: list[AgentResponseUpdate] = []
+    with trio.fail_after(10):
+        async with agent.run(USER, RunOptions(cancel_scope=scope)) as stream:
+            async for update in stream:
+                seen.append(update)
+                if update == TextDelta("Thinking"):
+                    scope.cancel()
+        await server.closed_while_stalled.wait()
+    assert seen == [TextDelta("Thinking"), Error("cancelled")]
+    assert stream.messages == [ChatMessage.assistant("Thinking")]
+    no_resource_warnings()
+
+
+async def test_leaving_the_block_early_closes_the_connection(server: SSEServer) -> None:
+    server.add(
+        Reply([sse(openai_chunk({"content": "a"}), openai_chunk({"content": "b"}))], ending="stall")
+    )
+    with trio.fail_after(10):
+        async with client_for(server).run(USER) as stream:
+            async for update in stream:
+                assert update == TextDelta("a")
+                break
+        await server.closed_while_stalled.wait()
+    no_resource_warnings()
+
+
+async def test_an_outer_deadline_stops_a_stalled_request(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.05
+    server.add(Reply([], ending="stall"))
+    with trio.move_on_after(3) as scope:  # before the 5 s read timeout
+        await stream_updates(client_for(server, timeout=5.0))
+    assert scope.cancelled_caught
+    with trio.fail_after(10):
+        await server.closed_while_stalled.wait()
+    no_resource_warnings()
+
+
+# -- the decoder, without I/O --------------------------------------------------------------------
+
+
+def decode(*chunks: dict[str, Any] | str) -> list[AgentResponseUpdate]:
+    decoder = _ChunkDecoder()
+    updates: list[AgentResponseUpdate] = []
+    for chunk in chunks:
+        updates += decoder.feed(chunk if isinstance(chunk, str) else json.dumps(chunk))
+    return updates + decoder.end_of_body()
+
+
+def test_calls_without_index_as_older_ollama_sends_them() -> None:
+    chunk = ollama_chunk({"tool_calls": [call_start(0, "call_a", "f", "{}")]})
+    for call in chunk["choices"][0]["delta"]["tool_calls"]:
+        del call["index"]
+    second = json.loads(json.dumps(chunk).replace("call_a", "call_b").replace('"f"', '"g"'))
+    assert decode(chunk, second, ollama_chunk({}, "stop"), "[DONE]") == [
+        ToolCallStart("call_a", "f"),
+        ToolCallArgs("call_a", "{}"),
+        ToolCallStart("call_b", "g"),
+        ToolCallArgs("call_b", "{}"),
+        ToolCallEnd("call_a"),
+        ToolCallEnd("call_b"),
+        Finish(FinishReason.TOOL_CALLS),  # "stop" with calls: the calls decide
+    ]
+
+
+def test_a_new_id_and_name_at_a_used_index_is_a_new_call() -> None:
+    assert decode(
+        vllm_chunk({"tool_calls": [call_start(0, "t1", "f", '{"a": 1}')]}),
+        vllm_chunk({"tool_calls": [call_start(0, "t2", "g", '{"b": 2}')]}),
+        vllm_chunk({"tool_calls": [{"index": 0, "id": "t9", "function": {"arguments": " "}}]}),
+        vllm_chunk({}, "tool_calls"),
+    ) == [
+        ToolCallStart("t1", "f"),
+        ToolCallArgs("t1", '{"a": 1}'),
+        ToolCallEnd("t1"),
+        ToolCallStart("t2", "g"),
+        ToolCallArgs("t2", '{"b": 2}'),
+        ToolCallArgs("t2", " "),  # a new id without a name continues the call
+        ToolCallEnd("t2"),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+
+
+def test_arguments_sent_as_an_object_and_a_missing_id() -> None:
+    updates = decode(
+        openai_chunk(
+            {"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": {"a": 1}}}]}
+        ),
+        openai_chunk({}, "tool_calls"),
+        "[DONE]",
+    )
+    start = updates[0]
+    assert isinstance(start, ToolCallStart)
+    assert start.id.startswith("call_")
+    assert updates[1:] == [
+        ToolCallArgs(start.id, '{"a": 1}'),
+        ToolCallEnd(start.id),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+
+
+def test_duplicate_ids_are_made_unique() -> None:
+    updates = decode(
+        openai_chunk({"tool_calls": [call_start(0, "same", "f", "{}")]}),
+        openai_chunk({"tool_calls": [call_start(1, "same", "f", "{}")]}),
+        "[DONE]",
+    )
+    starts = [u.id for u in updates if isinstance(u, ToolCallStart)]
+    assert len(set(starts)) == 2
+
+
+def test_done_without_finish_reason_ends_calls() -> None:
+    assert decode(openai_chunk({"tool_calls": [call_start(0, "c", "f", "{}")]}), "[DONE]") == [
+        ToolCallStart("c", "f"),
+        ToolCallArgs("c", "{}"),
+        ToolCallEnd("c"),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+
+
+def test_a_piece_with_neither_index_nor_id_continues_the_last_call() -> None:
+    assert decode(
+        openai_chunk({"tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{"}}]}),
+        openai_chunk({"tool_calls": [{"function": {"arguments": "}"}}]}),
+        "[DONE]",
+    ) == [
+        ToolCallStart("c", "f"),
+        ToolCallArgs("c", "{"),
+        ToolCallArgs("c", "}"),
+        ToolCallEnd("c"),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+
+
+def test_a_call_without_a_name_is_an_error() -> None:
+    with pytest.raises(ModelResponseError, match="without a function name"):
+        decode(openai_chunk({"tool_calls": [call_args(0, "{}")]}))
+
+
+def test_arguments_after_the_call_ended_are_an_error() -> None:
+    decoder = _ChunkDecoder()
+    decoder.feed(json.dumps(openai_chunk({"tool_calls": [call_start(0, "c", "f", "{")]})))
+    decoder.feed(json.dumps(openai_chunk({}, "tool_calls")))
+    assert decoder.feed(json.dumps(openai_chunk({"tool_calls": [{"index": 0}]}))) == []
+    with pytest.raises(ModelResponseError, match="after it ended"):
+        decoder.feed(json.dumps(openai_chunk({"tool_calls": [call_args(0, "}")]})))
+
+
+def test_refusal_text_other_choices_and_odd_chunks() -> None:
+    other_choice = openai_chunk({"content": "ignored"})
+    other_choice["choices"][0]["index"] = 1
+    assert decode(
+        openai_chunk({"refusal": "I can't help with that."}),
+        other_choice,
+        {"object": "chat.completion.chunk", "choices": None},
+        openai_chunk({}, "mystery_reason"),
+        "[DONE]",
+        openai_chunk({"content": "after done"}),
+    ) == [TextDelta("I can't help with that."), Finish(FinishReason.STOP)]
+    with pytest.raises(ModelResponseError, match="not a JSON object"):
+        decode("[1, 2]")
+
+
+def test_import_without_httpx_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "httpx", None)  # import httpx -> ImportError
+    monkeypatch.delitem(sys.modules, "trio_invoke._openai")
+    monkeypatch.delattr(trio_invoke, "OpenAIChatClient", raising=False)
+    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[openai\]"'):
+        from trio_invoke import OpenAIChatClient  # noqa: F401
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        trio_invoke.nope  # noqa: B018
+
+
+# -- a whole agent run over HTTP -----------------------------------------------------------------
+
+
+async def test_agent_two_tool_rounds_with_parallel_calls(server: SSEServer) -> None:
+    round_1 = VLLM_INTERLEAVED  # get_weather(Paris) and get_time(Europe/Paris), interleaved
+    round_2 = sse(
+        openai_chunk({"role": "assistant", "content": "Converting. "}),
+        openai_chunk({"tool_calls": [call_start(0, "call_F3", "to_fahrenheit")]}),
+        openai_chunk({"tool_calls": [call_args(0, '{"celsius"')]}),
+        openai_chunk({"tool_calls": [call_args(0, ": 21}")]}),
+        openai_chunk({}, "tool_calls"),
+        openai_usage(400, 20),
+        "[DONE]",
+    )
+    server.add(Reply(cut(round_1, 17)), Reply(cut(round_2, 6)), Reply(cut(OLLAMA_TEXT, 4)))
+    updates: list[AgentResponseUpdate] = []
+    with trio.fail_after(20):
+        async with client_for(server) as model:  # one connection pool for the three rounds
+            agent = FunctionInvokingChatClient(model, [get_weather, get_time, to_fahrenheit])
+            options = RunOptions(parallel_tool_calls=True, model_options={"temperature": 0})
+            async with agent.run(USER, options) as stream:
+                async for update in stream:
+                    updates.append(update)
+    assert_transcript_valid(stream.messages)
+    assert stream.messages[-1] == ChatMessage.assistant("Il fait beau à Paris.")
+    called = [u for u in updates if isinstance(u, ToolCalled)]
+    assert sorted((c.call.name, c.result, c.is_error) for c in called) == [
+        ("get_time", "14:05 in Europe/Paris", False),
+        ("get_weather", "sunny in Paris", False),
+        ("to_fahrenheit", "69.8", False),
+    ]
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(301 + 400 + 200, 41 + 20 + 7))
+    assert [u.text for u in updates if isinstance(u, TextDelta)] == [
+        "Converting. ",
+        "Il fait ",
+        "beau à Paris.",
+    ]
+    assert len(server.requests) == 3
+    assert server.connections == 1  # after [DONE] the body is read to its end: reused
+    tools_sent = [[t["function"]["name"] for t in r.json["tools"]] for r in server.requests]
+    assert tools_sent == [["get_weather", "get_time", "to_fahrenheit"]] * 3
+    assert all(r.json["temperature"] == 0 for r in server.requests)
+    assert server.requests[0].json["parallel_tool_calls"] is True
+    second = [ChatMessage.from_dict(m) for m in server.requests[1].json["messages"]]
+    assert second[0] == USER[0]
+    assert second[1].tool_calls is not None
+    assert [(c.id, c.name, c.arguments) for c in second[1].tool_calls] == [
+        ("chatcmpl-tool-a1", "get_weather", '{"city": "Paris"}'),
+        ("chatcmpl-tool-b2", "get_time", '{"zone": "Europe/Paris"}'),
+    ]
+    assert [(m.tool_call_id, m.content) for m in second[2:]] == [
+        ("chatcmpl-tool-a1", "sunny in Paris"),
+        ("chatcmpl-tool-b2", "14:05 in Europe/Paris"),
+    ]
+    third = [ChatMessage.from_dict(m) for m in server.requests[2].json["messages"]]
+    assert third[:4] == second
+    assert third[4] == ChatMessage.assistant(
+        "Converting. ", [trio_invoke.ToolCall("call_F3", "to_fahrenheit", '{"celsius": 21}')]
+    )
+    assert third[5].content == "69.8"
+    assert_transcript_valid(third)
+    no_resource_warnings()

@@ -1,0 +1,179 @@
+"""The sans-IO SSE parser: the event-stream rules, and split invariance (Hypothesis)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trio_invoke._sse import ServerSentEvent, SSEParser
+
+
+def parse(*pieces: bytes) -> list[ServerSentEvent]:
+    parser = SSEParser()
+    events: list[ServerSentEvent] = []
+    for piece in pieces:
+        events += parser.feed(piece)
+    return events
+
+
+def data_of(*pieces: bytes) -> list[str]:
+    return [event.data for event in parse(*pieces)]
+
+
+def test_data_lines_dispatch_on_a_blank_line() -> None:
+    assert parse(b'data: {"a": 1}\n\ndata: [DONE]\n\n') == [
+        ServerSentEvent('{"a": 1}'),
+        ServerSentEvent("[DONE]"),
+    ]
+
+
+def test_multi_line_data_joins_with_newlines() -> None:
+    assert data_of(b"data: one\ndata: two\ndata:\ndata:  three\n\n") == ["one\ntwo\n\n three"]
+
+
+def test_only_one_leading_space_is_dropped_and_no_space_is_fine() -> None:
+    assert data_of(b"data:x\n\ndata:   y\n\n") == ["x", "  y"]
+
+
+def test_comments_and_unknown_fields_are_ignored() -> None:
+    stream = b": keep-alive\n: OPENROUTER PROCESSING\nfoo: bar\ndata: hi\nnonsense\n\n"
+    assert data_of(stream) == ["hi"]
+
+
+def test_a_comment_alone_dispatches_nothing() -> None:
+    assert parse(b": ping\n\n: ping\n\n") == []
+
+
+def test_an_event_without_data_is_not_dispatched_and_resets_its_type() -> None:
+    assert parse(b"event: ping\n\ndata: x\n\n") == [ServerSentEvent("x", "message")]
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
+def test_every_line_ending(eol: bytes) -> None:
+    stream = eol.join([b"event: delta", b"data: a", b"data: b", b"", b"data: c", b"", b""])
+    assert parse(stream) == [ServerSentEvent("a\nb", "delta"), ServerSentEvent("c")]
+
+
+def test_crlf_split_between_cr_and_lf_is_one_line_end() -> None:
+    assert data_of(b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n") == ["a", "b"]
+
+
+def test_lone_cr_at_the_end_of_a_piece_is_a_line_end() -> None:
+    assert data_of(b"data: a\r", b"\r", b"data: b\r\r") == ["a", "b"]
+
+
+def test_id_persists_and_retry_is_read() -> None:
+    parser = SSEParser()
+    events = parser.feed(b"id: 7\nretry: 1500\ndata: a\n\ndata: b\n\nid\ndata: c\n\n")
+    assert [(e.data, e.id) for e in events] == [("a", "7"), ("b", "7"), ("c", "")]
+    assert parser.retry == 1500
+    assert parser.last_event_id == ""
+
+
+def test_invalid_retry_and_id_with_nul_are_ignored() -> None:
+    parser = SSEParser()
+    parser.feed(b"retry: 1.5\nid: a\x00b\ndata: x\n\n")
+    assert parser.retry is None
+    assert parser.last_event_id == ""
+
+
+def test_a_leading_bom_is_dropped_even_when_split() -> None:
+    assert data_of(b"\xef", b"\xbb", b"\xbfdata: x\n\n") == ["x"]
+    assert data_of(b"\xef\xbb\xbf\xef\xbb\xbfdata: x\n\n") == []  # only one BOM is dropped
+    assert data_of(b"\xef\xbb\xbfdata: x\n\n") == ["x"]
+
+
+def test_utf8_split_inside_a_character() -> None:
+    raw = "data: café ☕ 日本\n\n".encode()
+    cut = raw.index("☕".encode()) + 1
+    assert data_of(raw[:cut], raw[cut:]) == ["café ☕ 日本"]
+
+
+def test_invalid_utf8_is_replaced_not_raised() -> None:
+    assert data_of(b"data: \xff\xfe ok\n\n") == ["\ufffd\ufffd ok"]
+
+
+def test_an_unterminated_event_is_not_dispatched_and_is_reported() -> None:
+    parser = SSEParser()
+    assert parser.feed(b"data: [DONE]") == []
+    assert parser.in_event
+    assert parser.feed(b"\n") == []
+    assert parser.in_event  # a data field still waits for its blank line
+    assert parser.feed(b"\n") == [ServerSentEvent("[DONE]")]
+    assert not parser.in_event
+
+
+def test_empty_pieces_change_nothing() -> None:
+    assert data_of(b"", b"data: a\r", b"", b"\n", b"", b"\n") == ["a"]
+
+
+# -- split invariance ---------------------------------------------------------------------------
+
+field_text = st.text(
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n\x00"), max_size=20
+)
+line_ending = st.sampled_from([b"\n", b"\r\n", b"\r"])
+
+
+@st.composite
+def event_streams(draw: st.DrawFn) -> tuple[bytes, list[ServerSentEvent]]:
+    """A stream of events with a random line ending, comments and field spellings, and the
+    events it encodes. (One ending per stream: a CR line end followed by an LF one would be a
+    single CRLF.)"""
+    eol = draw(line_ending)
+    out: list[bytes] = []
+    expected: list[ServerSentEvent] = []
+    if draw(st.booleans()):
+        out.append(b"\xef\xbb\xbf")
+    for _ in range(draw(st.integers(0, 5))):
+        event_type = draw(st.one_of(st.none(), field_text.filter(lambda t: t != "")))
+        lines = draw(st.lists(field_text, min_size=1, max_size=3))
+        if draw(st.booleans()):
+            out += [b": " + draw(field_text).encode(), eol]
+        if event_type is not None:
+            out += [b"event: " + event_type.encode(), eol]
+        for line in lines:
+            colon = draw(st.sampled_from([b"data:", b"data: "]))
+            if colon == b"data:" and line.startswith(" "):
+                colon = b"data: "  # "data: " + " x" keeps the second space; "data:" would not
+            out += [colon + line.encode(), eol]
+        out.append(eol)
+        expected.append(ServerSentEvent("\n".join(lines), event_type or "message"))
+    return b"".join(out), expected
+
+
+def split(data: bytes, cuts: list[int]) -> list[bytes]:
+    bounds = [0, *sorted(c % (len(data) + 1) for c in cuts), len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@given(event_streams(), st.lists(st.integers(0, 10_000), max_size=12))
+def test_any_split_of_an_encoded_stream_gives_its_events(
+    stream: tuple[bytes, list[ServerSentEvent]], cuts: list[int]
+) -> None:
+    raw, expected = stream
+    assert parse(*split(raw, cuts)) == expected
+
+
+@given(st.binary(max_size=200), st.lists(st.integers(0, 10_000), max_size=12))
+def test_any_split_of_any_bytes_gives_the_same_events_as_the_whole(
+    raw: bytes, cuts: list[int]
+) -> None:
+    whole = SSEParser()
+    expected = whole.feed(raw)
+    pieces = SSEParser()
+    events = [event for piece in split(raw, cuts) for event in pieces.feed(piece)]
+    assert events == expected
+    assert (pieces.last_event_id, pieces.retry, pieces.in_event) == (
+        whole.last_event_id,
+        whole.retry,
+        whole.in_event,
+    )
+
+
+@given(st.binary(max_size=120))
+def test_byte_at_a_time_equals_the_whole(raw: bytes) -> None:
+    assert parse(*(raw[i : i + 1] for i in range(len(raw)))) == parse(raw)
