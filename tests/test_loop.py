@@ -221,7 +221,7 @@ async def test_text_and_tool_calls_share_the_assistant_message() -> None:
         ("add", '{"a": 1}', ["missing required field 'b'"]),
         ("add", '{"a": 1, "b": "two"}', ["'b'", "integer", "string"]),
         ("nope", "{}", ["unknown tool 'nope'", "add"]),
-        ("boom", "{}", ["'boom'", "RuntimeError", "kaput"]),
+        ("boom", "{}", ["'boom'", "RuntimeError"]),
     ],
 )
 async def test_bad_calls_become_error_results_naming_the_problem(

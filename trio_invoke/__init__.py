@@ -24,9 +24,11 @@ from ._exceptions import ModelTimeoutError as ModelTimeoutError
 from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
+from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import TrioInvokeError as TrioInvokeError
 from ._function_tool import FunctionTool as FunctionTool
 from ._function_tool import tool as tool
+from ._invoke import StopLoop as StopLoop
 from ._loop import ChatResponse as ChatResponse
 from ._loop import FunctionInvokingChatClient as FunctionInvokingChatClient
 from ._loop import InvocationStream as InvocationStream
@@ -83,6 +85,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedCall",
     "ScriptedChatClient",
+    "StopLoop",
     "StreamProtocolError",
     "TextDelta",
     "Tool",
@@ -96,6 +99,7 @@ __all__ = [
     "ToolCalled",
     "ToolDefinition",
     "ToolDefinitionError",
+    "ToolTimeoutError",
     "TrioInvokeError",
     "Usage",
     "tool",

@@ -38,12 +38,13 @@ class ToolCallAccumulator:
     example after a cancellation), or :meth:`finish` at the end of the stream.
     """
 
-    __slots__ = ("_calls", "_ended", "_open", "_text")
+    __slots__ = ("_calls", "_ended", "_open", "_positions", "_text")
 
     def __init__(self) -> None:
         self._text: list[str] = []
         self._calls: dict[str, AccumulatedToolCall] = {}  # every started call, in call order
         self._open: dict[str, list[str]] = {}  # id -> argument pieces of calls still open
+        self._positions: dict[str, int] = {}  # id -> place in call order
         self._ended = 0
 
     def add(self, update: AgentResponseUpdate) -> ToolCall | None:
@@ -72,6 +73,7 @@ class ToolCallAccumulator:
             raise StreamProtocolError(
                 f"second ToolCallStart for tool call id {update.id!r}, which is {state}"
             )
+        self._positions[update.id] = len(self._calls)
         self._calls[update.id] = AccumulatedToolCall(update.id, update.name)
         self._open[update.id] = []
 
@@ -88,6 +90,10 @@ class ToolCallAccumulator:
         if call_id in self._calls:
             return f"{what} for tool call id {call_id!r} after its ToolCallEnd"
         return f"{what} for tool call id {call_id!r}, which never started (no ToolCallStart)"
+
+    def position(self, call_id: str) -> int:
+        """The place of a started call in call order (0 for the first ``ToolCallStart``)."""
+        return self._positions[call_id]
 
     @property
     def text(self) -> str:

@@ -10,6 +10,7 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
     ├── ApprovalError (ValueError)        approval responses that do not match the pending calls
     ├── StreamProtocolError               the inner client's stream of updates is inconsistent
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
+    ├── ToolTimeoutError (TimeoutError)   a tool call ran out of time (on ToolCalled.exception)
     └── ChatClientError                   the chat client failed; a wrapped original is __cause__
         ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
         ├── ModelConnectionError          the server was unreachable or the connection broke
@@ -33,6 +34,7 @@ __all__ = [
     "ScriptExhaustedError",
     "StreamProtocolError",
     "ToolDefinitionError",
+    "ToolTimeoutError",
     "TrioInvokeError",
 ]
 
@@ -70,6 +72,11 @@ class StreamProtocolError(TrioInvokeError):
     For example a ``ToolCallArgs`` for a call id that never started, or a second ``ToolCallStart``
     for an id that is still open.
     """
+
+
+class ToolTimeoutError(TrioInvokeError, TimeoutError):
+    """A tool call ran longer than its time limit. Never raised: the loop puts it on
+    ``ToolCalled.exception`` and the model gets an error result naming the limit."""
 
 
 class ScriptExhaustedError(TrioInvokeError):

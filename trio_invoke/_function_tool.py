@@ -57,6 +57,7 @@ class FunctionTool(Generic[P, R]):
             match ``^[a-zA-Z0-9_-]{1,64}$``, as OpenAI-compatible APIs require.
         description: What it does, for the model; the docstring's summary by default.
         requires_approval: Whether every call needs a human's approval first.
+        timeout: Seconds each call may run (overrides the client's ``tool_timeout``).
 
     Raises:
         ToolDefinitionError: The function cannot be described (the message names the function
@@ -74,6 +75,9 @@ class FunctionTool(Generic[P, R]):
     compiled from it when the tool was built and does not follow later changes."""
     requires_approval: bool
     """Whether every call needs a human's approval first."""
+    timeout: float | None
+    """Seconds a call may run before the loop gives it a time-out error result; ``None`` leaves
+    it to the client's ``tool_timeout``."""
     validate: Callable[[Any], None]
     """The compiled validator of ``parameters`` (see :func:`compile_validator`): raises
     :class:`ArgumentsError` naming each problem."""
@@ -89,8 +93,13 @@ class FunctionTool(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
         requires_approval: bool = False,
+        timeout: float | None = None,
     ) -> None:
         described = describe_function(func)
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise ToolDefinitionError(f"tool timeout must be a number > 0 or None, got {timeout!r}")
         if name is None:
             name = getattr(func, "__name__", None)
             if not isinstance(name, str):
@@ -105,6 +114,7 @@ class FunctionTool(Generic[P, R]):
             described.description if description is None else description,
             described.parameters,
             requires_approval,
+            timeout,
             compile_validator(described.parameters),
             _is_async(func),
             described.converters,
@@ -177,6 +187,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
+    timeout: float | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -187,6 +198,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
+    timeout: float | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Turn a plain or async function into a tool: ``@tool`` or ``@tool(...)``.
 
@@ -228,7 +240,11 @@ def tool(
 
     def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:
         return FunctionTool(
-            f, name=name, description=description, requires_approval=requires_approval
+            f,
+            name=name,
+            description=description,
+            requires_approval=requires_approval,
+            timeout=timeout,
         )
 
     if func is not None:

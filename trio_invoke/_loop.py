@@ -3,14 +3,14 @@
 The loop is the seed's state machine, ``Looping -> Streaming -> Looping -> ... -> Done``, mapped
 onto Trio's structured concurrency:
 
-* **Looping** (:meth:`FunctionInvokingChatClient._loop`): resume approved calls if the
-  conversation ends with pending ones, check the round cap, start the next round.
+* **Looping** (:meth:`FunctionInvokingChatClient._loop`): resume the calls a conversation ends
+  with, check the round cap and the error streak, start the next round.
 * **Streaming** (:meth:`FunctionInvokingChatClient._round`): each round opens a nursery with
   two memory channels, ``events`` (256) and ``messages`` (1). A consumer task streams the inner
   client, forwards every update, accumulates tool calls by id, holds back the inner ``Finish``,
-  then runs the calls as sibling tasks and sends the round's messages and ``Finish(TOOL_CALLS)``.
-  The loop side forwards events to the caller; on ``Finish(TOOL_CALLS)`` it takes the messages
-  and goes back to Looping.
+  runs the calls as sibling tasks, then sends the round's messages and its ``Finish``. The loop
+  side forwards events to the caller; on ``Finish(TOOL_CALLS)`` it takes the messages and goes
+  back to Looping.
 * **Done**: a final ``Finish`` (``STOP``, ``LENGTH``, ``CONTENT_FILTER``, ``AWAITING_APPROVAL`` or
   ``MAX_ROUNDS``), ``Error("cancelled")``, or the inner client's exception.
 
@@ -22,29 +22,30 @@ exactly one tool message, and every tool message one ``ToolCalled``.
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, NoReturn
+from typing import Literal, NoReturn
 
 import attrs
 import trio
 
 from ._accumulate import ToolCallAccumulator
+from ._approval import match_approvals, pending_calls
 from ._client import ChatClient
-from ._exceptions import (
-    ApprovalError,
-    ArgumentsError,
-    ChatClientError,
-    ConfigurationError,
-    StreamProtocolError,
-    TrioInvokeError,
-)
+from ._exceptions import ChatClientError, ConfigurationError, StreamProtocolError, TrioInvokeError
+from ._invoke import Entry, Limits, StopLoop, invoke, not_run
 from ._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
 from ._options import RunOptions, ToolApprovalResponse
 from ._tools import Tool, ToolDefinition
-from ._updates import AgentResponseUpdate, Error, Finish, ToolApprovalRequest, ToolCalled
-from ._validate import compile_validator, parse_arguments
+from ._updates import (
+    AgentResponseUpdate,
+    Error,
+    Finish,
+    ToolApprovalRequest,
+    ToolCalled,
+    ToolCallStart,
+)
 
 __all__ = ["ChatResponse", "FunctionInvokingChatClient", "InvocationStream"]
 
@@ -71,67 +72,14 @@ class ChatResponse:
     """The in-band error that ended the run, such as ``"cancelled"``."""
 
 
-@attrs.define(eq=False)
-class _Entry:
-    """A tool as one run sees it: the tool and its compiled validator."""
-
-    tool: Tool
-    validate: Any  # Callable[[Any], None], from compile_validator (cached per schema)
-
-
-def _merge_tools(static: Mapping[str, _Entry], provider: Iterable[Tool]) -> dict[str, _Entry]:
+def _merge_tools(static: Mapping[str, Entry], provider: Iterable[Tool]) -> dict[str, Entry]:
     """Static tools plus provider tools: new names add; an existing name is replaced only by a
     version that requires approval (the seed's rule)."""
     merged = dict(static)
     for tool in provider:
         if tool.name not in merged or tool.requires_approval:
-            merged[tool.name] = _Entry(tool, compile_validator(tool.parameters))
+            merged[tool.name] = Entry.of(tool)
     return merged
-
-
-def _pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
-    """The calls of the trailing assistant message that have no tool message yet."""
-    answered: set[str] = set()
-    for message in reversed(messages):
-        if message.role is MessageRole.TOOL:
-            if message.tool_call_id is not None:
-                answered.add(message.tool_call_id)
-            continue
-        if message.role is MessageRole.ASSISTANT and message.tool_calls:
-            return [call for call in message.tool_calls if call.id not in answered]
-        break
-    return []
-
-
-def _check_approvals(
-    pending: Sequence[ToolCall],
-    tools: Mapping[str, _Entry],
-    responses: Sequence[ToolApprovalResponse],
-) -> dict[str, ToolApprovalResponse]:
-    """Match approval responses to pending calls, or raise ``ApprovalError`` naming the mismatch."""
-    needing = {c.id: c for c in pending if c.name in tools and tools[c.name].tool.requires_approval}
-    by_id: dict[str, ToolApprovalResponse] = {}
-    for response in responses:
-        if response.call_id in by_id:
-            raise ApprovalError(f"two approval responses for tool call {response.call_id!r}")
-        if response.call_id not in needing:
-            waiting = ", ".join(repr(i) for i in needing) or "none"
-            raise ApprovalError(
-                f"approval response names tool call {response.call_id!r}, which is not waiting "
-                f"for approval (calls waiting for approval: {waiting})"
-            )
-        by_id[response.call_id] = response
-    missing = [c for c in needing.values() if c.id not in by_id]
-    if missing:
-        names = ", ".join(f"{c.id!r} ({c.name})" for c in missing)
-        raise ApprovalError(f"tool calls waiting for approval have no approval response: {names}")
-    return by_id
-
-
-def _to_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _single_exception(exc: BaseException) -> BaseException:
@@ -163,17 +111,37 @@ class _Round:
     """The streamed response; ``None`` for a resume round, whose calls are already recorded."""
     calls: list[ToolCall] = attrs.field(factory=list)
     """The calls to answer, in call order, once known."""
+    decisions: Mapping[str, ToolApprovalResponse] = attrs.field(factory=dict)
+    """On resume: the user's answers, by call id."""
+    withheld: str | None = None
+    """Why this round's calls are not run (tools were withheld from the model), if they are not."""
     results: dict[str, ToolCalled] = attrs.field(factory=dict)
     """Call id -> its result, as calls finish."""
+    started: set[str] = attrs.field(factory=set)
+    """Ids of calls handed to a task (eagerly or at the end of the stream)."""
     reported: set[str] = attrs.field(factory=set)
     """Ids whose ``ToolCalled`` has gone into the event channel."""
     events: trio.MemoryReceiveChannel[AgentResponseUpdate] | None = None
     in_flight: AgentResponseUpdate | None = None
     """An update taken from ``events`` and not yet handed to the caller."""
+    approval_at: float = math.inf
+    """Call-order position of the first call seen that needs approval (eager start stops there)."""
+    stop: bool = False
+    """A tool raised ``StopLoop``: the run ends after this round."""
+
+    def position(self, call_id: str) -> int:
+        """The call's place in call order."""
+        if self.accumulator is not None:
+            return self.accumulator.position(call_id)
+        return next(i for i, call in enumerate(self.calls) if call.id == call_id)
+
+    @property
+    def all_failed(self) -> bool:
+        return bool(self.results) and all(r.is_error for r in self.results.values())
 
     def messages(self) -> list[ChatMessage]:
         """The round's messages: the assistant message (unless resuming), then one tool
-        message per call in call order. Calls without a result get none here; see ``settle``."""
+        message per answered call in call order. See ``_Run.settle`` for unanswered calls."""
         out: list[ChatMessage] = []
         if self.accumulator is not None:
             text, calls = self.accumulator.text, self.calls
@@ -194,15 +162,19 @@ class _Run:
     """The conversation as the model sees it next round."""
     added: list[ChatMessage]
     """What this run added (``stream.messages``)."""
-    tools: dict[str, _Entry]
+    tools: dict[str, Entry]
     inner_options: RunOptions
     send: trio.MemorySendChannel[AgentResponseUpdate]
+    limits: Limits
+    budget: float
+    """Tool calls this run may still make (``math.inf``: no budget)."""
     usage: Usage | None = None
     current: _Round | None = None
     error: BaseException | None = None
 
-    async def emit(self, update: AgentResponseUpdate) -> None:
-        await self.send.send(update)
+    def needs_approval(self, name: str) -> bool:
+        entry = self.tools.get(name)
+        return entry is not None and entry.tool.requires_approval
 
     def commit(self, round_: _Round) -> None:
         messages = round_.messages()
@@ -277,6 +249,21 @@ class InvocationStream:
         return self._run.usage
 
 
+def _check(name: str, value: float | None, minimum: int, *, integer: bool = True) -> None:
+    """``value`` must be ``None`` or a number (an int if ``integer``) of at least ``minimum``
+    (above it, for a float)."""
+    if value is None:
+        return
+    kinds = int if integer else int | float
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum:
+        raise ConfigurationError(
+            f"{name} must be {'an integer' if integer else 'a number'} >= {minimum} or None, "
+            f"got {value!r}"
+        )
+    if not integer and value <= minimum:
+        raise ConfigurationError(f"{name} must be a number > {minimum} or None, got {value!r}")
+
+
 class FunctionInvokingChatClient:
     """Wraps a :class:`ChatClient` and runs the tools its model calls, round after round.
 
@@ -285,24 +272,77 @@ class FunctionInvokingChatClient:
     Args:
         inner: The chat client that talks to the model.
         tools: The tools the model may call; names must be unique.
-        max_rounds: The most model calls one run makes (default 10).
+        max_rounds: The most model calls one run makes with tools offered (default 10).
+        on_max_rounds: At the round cap, ``"finish"`` (default) ends with ``Finish(MAX_ROUNDS)``;
+            ``"answer"`` first makes one more model call with the tools withheld so the user gets
+            an answer (calls the model still makes get a "not run" result), then ends with
+            ``Finish(MAX_ROUNDS)``.
+        tool_timeout: Seconds each call may run (a tool's own ``timeout`` attribute wins;
+            ``RunOptions.tool_timeout`` overrides per run). A call that runs out gets an error
+            result naming the limit; its siblings go on. ``None``: no limit.
+        max_concurrency: The most calls that execute at once: an int (per run) or a
+            ``trio.CapacityLimiter`` to share one cap between runs and clients. ``None``: no cap.
+        sequential: Run each round's calls one by one in call order instead of concurrently.
+        max_tool_calls: The most calls one run executes, counted across rounds in call order;
+            calls over the budget are not run and get an error result saying so
+            (``RunOptions.max_tool_calls`` overrides per run). ``None``: no budget.
+        max_consecutive_errors: After this many rounds in a row in which every call failed,
+            the next model call is made with the tools withheld, and the run ends after it.
+            ``None``: never.
+        include_detailed_errors: Send the model the message of a tool's exception, not only its
+            type (messages can hold secrets, so off by default). Argument errors always go to
+            the model in full; the caller always gets the exception on ``ToolCalled.exception``.
+        eager_tools: Start each call as soon as its ``ToolCallEnd`` arrives, while the model
+            still streams the rest. Calls from the first one that needs approval on wait for the
+            end of the response; results keep call order in the transcript. Ignored when
+            ``sequential``.
 
     Raises:
-        ConfigurationError: ``max_rounds < 1`` or two tools share a name (a ``ValueError``).
+        ConfigurationError: an option is out of range, or two tools share a name (a
+            ``ValueError``).
     """
 
     def __init__(
-        self, inner: ChatClient, tools: Iterable[Tool] = (), *, max_rounds: int = 10
+        self,
+        inner: ChatClient,
+        tools: Iterable[Tool] = (),
+        *,
+        max_rounds: int = 10,
+        on_max_rounds: Literal["finish", "answer"] = "finish",
+        tool_timeout: float | None = None,
+        max_concurrency: int | trio.CapacityLimiter | None = None,
+        sequential: bool = False,
+        max_tool_calls: int | None = None,
+        max_consecutive_errors: int | None = 3,
+        include_detailed_errors: bool = False,
+        eager_tools: bool = False,
     ) -> None:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
             raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
+        if on_max_rounds not in ("finish", "answer"):
+            raise ConfigurationError(
+                f"on_max_rounds must be 'finish' or 'answer', got {on_max_rounds!r}"
+            )
+        _check("tool_timeout", tool_timeout, 0, integer=False)
+        if not isinstance(max_concurrency, trio.CapacityLimiter):
+            _check("max_concurrency", max_concurrency, 1)
+        _check("max_tool_calls", max_tool_calls, 0)
+        _check("max_consecutive_errors", max_consecutive_errors, 1)
         self.inner = inner
         self.max_rounds = max_rounds
-        self._tools: dict[str, _Entry] = {}
+        self.on_max_rounds = on_max_rounds
+        self.tool_timeout = tool_timeout
+        self.max_concurrency = max_concurrency
+        self.sequential = sequential
+        self.max_tool_calls = max_tool_calls
+        self.max_consecutive_errors = max_consecutive_errors
+        self.include_detailed_errors = include_detailed_errors
+        self.eager_tools = eager_tools and not sequential
+        self._tools: dict[str, Entry] = {}
         for tool in tools:
             if tool.name in self._tools:
                 raise ConfigurationError(f"two tools are named {tool.name!r}; names must be unique")
-            self._tools[tool.name] = _Entry(tool, compile_validator(tool.parameters))
+            self._tools[tool.name] = Entry.of(tool)
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -337,13 +377,12 @@ class FunctionInvokingChatClient:
         """
         options = options or RunOptions()
         tools = _merge_tools(self._tools, options.provider_tools)
-        pending = _pending_calls(messages)
-        decisions = _check_approvals(pending, tools, options.tool_approval_responses)
-        if options.tool_approval_responses and not pending:
-            raise ApprovalError(
-                "approval responses were given, but the conversation does not end with tool calls "
-                "waiting for approval"
-            )
+        pending = pending_calls(messages)
+        decisions = match_approvals(
+            pending,
+            lambda call: call.name in tools and tools[call.name].tool.requires_approval,
+            options.tool_approval_responses,
+        )
         inner_options = options.evolve(
             tools=tuple(ToolDefinition.of(entry.tool) for entry in tools.values()),
             tool_approval_responses=(),
@@ -351,7 +390,7 @@ class FunctionInvokingChatClient:
             cancel_scope=None,
         )
         send, receive = trio.open_memory_channel[AgentResponseUpdate](EVENT_BUFFER)
-        run = _Run(list(messages), [], tools, inner_options, send)
+        run = _Run(list(messages), [], tools, inner_options, send, *self._limits(options))
         stream = InvocationStream(receive, run)
         try:
             async with trio.open_nursery() as nursery:
@@ -360,6 +399,17 @@ class FunctionInvokingChatClient:
                 nursery.cancel_scope.cancel()  # left early: stop whatever still runs
         except BaseExceptionGroup as group:
             _reraise_single(group)
+
+    def _limits(self, options: RunOptions) -> tuple[Limits, float]:
+        limiter = self.max_concurrency
+        if isinstance(limiter, int):
+            limiter = trio.CapacityLimiter(limiter)
+        timeout = options.tool_timeout if options.tool_timeout is not None else self.tool_timeout
+        budget = (
+            options.max_tool_calls if options.max_tool_calls is not None else self.max_tool_calls
+        )
+        limits = Limits(timeout, limiter, self.include_detailed_errors)
+        return limits, math.inf if budget is None else budget
 
     async def get_response(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
@@ -417,103 +467,130 @@ class FunctionInvokingChatClient:
             finally:
                 owed = run.settle(reason)
             for update in owed:
-                await run.emit(update)
+                await run.send.send(update)
             if scope.cancelled_caught:
-                await run.emit(Error(CANCELLED))
+                await run.send.send(Error(CANCELLED))
 
     # -- Looping -------------------------------------------------------------------------------
 
     async def _loop(
         self, run: _Run, pending: list[ToolCall], decisions: dict[str, ToolApprovalResponse]
     ) -> None:
-        round_no = 0
-        if pending:  # approval resume: run or reject the pending calls, then round + 1
-            await self._round(run, _Round(None, calls=pending), decisions)
-            round_no = 1
+        round_no, failed_streak = 0, 0
+        if pending:  # resume: run (or reject) the calls the conversation ends with, then round + 1
+            resume = _Round(None, calls=pending, decisions=decisions)
+            await self._round(run, resume)
+            if resume.stop:
+                await run.send.send(Finish(FinishReason.STOP, run.usage))
+                return
+            round_no, failed_streak = 1, int(resume.all_failed)
         while True:
+            withheld: str | None = None
+            final: FinishReason | None = None  # the reason to end with after a withheld round
             if round_no >= self.max_rounds:
-                await run.emit(Finish(FinishReason.MAX_ROUNDS, run.usage))
-                return
-            if not await self._round(run, _Round(ToolCallAccumulator()), None):
-                return
-            round_no += 1
+                if self.on_max_rounds == "finish":
+                    await run.send.send(Finish(FinishReason.MAX_ROUNDS, run.usage))
+                    return
+                withheld, final = "the round limit is reached", FinishReason.MAX_ROUNDS
+            elif self.max_consecutive_errors and failed_streak >= self.max_consecutive_errors:
+                withheld = (
+                    f"tools are disabled after {failed_streak} rounds in a row in which every "
+                    "call failed"
+                )
+            round_ = _Round(ToolCallAccumulator(), withheld=withheld)
+            reason = await self._round(run, round_)
+            if reason is FinishReason.TOOL_CALLS and withheld is None and not round_.stop:
+                round_no += 1
+                failed_streak = failed_streak + 1 if round_.all_failed else 0
+                continue
+            if final is None:
+                final = FinishReason.STOP if reason is FinishReason.TOOL_CALLS else reason
+            await run.send.send(Finish(final, run.usage))
+            return
 
     # -- Streaming -----------------------------------------------------------------------------
 
-    async def _round(
-        self, run: _Run, round_: _Round, decisions: dict[str, ToolApprovalResponse] | None
-    ) -> bool:
-        """One round: returns ``True`` to loop again, ``False`` when the run is done."""
+    async def _round(self, run: _Run, round_: _Round) -> FinishReason:
+        """One round; returns the consumer's finish reason (``TOOL_CALLS`` to go on)."""
         events_send, events = trio.open_memory_channel[AgentResponseUpdate](EVENT_BUFFER)
         messages_send, messages = trio.open_memory_channel[list[ChatMessage]](1)
         round_.events = events
         run.current = round_
         finish: Finish | None = None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._consume, run, round_, decisions, events_send, messages_send)
+            nursery.start_soon(self._consume, run, round_, events_send, messages_send)
             async for update in events:
                 if isinstance(update, Finish):
                     finish = update
                     continue
                 round_.in_flight = update
-                await run.emit(update)
+                await run.send.send(update)
                 round_.in_flight = None
         assert finish is not None, "the consumer always ends a round with a Finish"
         round_messages = messages.receive_nowait()
         run.messages.extend(round_messages)
         run.added.extend(round_messages)
         run.current = None
+        run.budget = max(0, run.budget - len(round_.results))
         if finish.usage is not None:
             run.usage = finish.usage if run.usage is None else run.usage + finish.usage
-        if finish.finish_reason is FinishReason.TOOL_CALLS:
-            return True
-        await run.emit(Finish(finish.finish_reason, run.usage))
-        return False
+        return finish.finish_reason
 
     async def _consume(
         self,
         run: _Run,
         round_: _Round,
-        decisions: dict[str, ToolApprovalResponse] | None,
         events: trio.MemorySendChannel[AgentResponseUpdate],
         messages: trio.MemorySendChannel[list[ChatMessage]],
     ) -> None:
         """The seed's spawned task: stream the model, then answer every call."""
         async with events, messages:
             reason, usage = FinishReason.TOOL_CALLS, None
-            if round_.accumulator is not None:
-                reason, usage = await self._stream_model(run, round_.accumulator, events)
-                round_.calls = round_.accumulator.finish()
-                if not round_.calls:
-                    if reason not in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER):
-                        reason = FinishReason.STOP
-                    await messages.send(round_.messages())
-                    await events.send(Finish(reason, usage))
-                    return
-                reason = FinishReason.TOOL_CALLS
-                needing = [c for c in round_.calls if self._needs_approval(run, c)]
-                if needing:
-                    for call in needing:
-                        await events.send(ToolApprovalRequest(call))
-                    await messages.send(round_.messages())
-                    await events.send(Finish(FinishReason.AWAITING_APPROVAL, usage))
-                    return
             async with trio.open_nursery() as tools:  # the round's calls, as sibling tasks
-                for call in round_.calls:
-                    tools.start_soon(self._call, run, round_, call, decisions, events)
+                if round_.accumulator is not None:
+                    reason, usage = await self._stream_model(run, round_, events, tools)
+                    round_.calls = round_.accumulator.finish()
+                    if not round_.calls:
+                        if reason not in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER):
+                            reason = FinishReason.STOP
+                    elif round_.withheld is None and any(
+                        run.needs_approval(call.name) for call in round_.calls
+                    ):
+                        # Pause: nothing more of this batch runs (eager calls already running
+                        # finish first, and their results come before the pending calls').
+                        reason = FinishReason.AWAITING_APPROVAL
+                        for call in round_.calls:
+                            if run.needs_approval(call.name):
+                                await events.send(ToolApprovalRequest(call))
+                    else:
+                        reason = FinishReason.TOOL_CALLS
+                if reason is FinishReason.TOOL_CALLS and self.sequential:
+                    for call in round_.calls:
+                        await self._call(run, round_, call, events)
+                elif reason is FinishReason.TOOL_CALLS:
+                    for call in round_.calls:
+                        if call.id not in round_.started:
+                            tools.start_soon(self._call, run, round_, call, events)
             await messages.send(round_.messages())
             await events.send(Finish(reason, usage))
 
     async def _stream_model(
         self,
         run: _Run,
-        accumulator: ToolCallAccumulator,
+        round_: _Round,
         events: trio.MemorySendChannel[AgentResponseUpdate],
+        tools: trio.Nursery,
     ) -> tuple[FinishReason, Usage | None]:
         """Forward the inner client's updates, accumulating calls; hold back its ``Finish``."""
+        accumulator = round_.accumulator
+        assert accumulator is not None
+        options = run.inner_options
+        if round_.withheld is not None:
+            options = options.evolve(tools=(), tool_choice=None, parallel_tool_calls=None)
+        eager = self.eager_tools and round_.withheld is None
         finish: Finish | None = None
         try:
-            async with self.inner.run(run.messages, run.inner_options) as updates:
+            async with self.inner.run(run.messages, options) as updates:
                 async for update in updates:
                     if finish is not None:
                         raise StreamProtocolError(
@@ -523,7 +600,9 @@ class FunctionInvokingChatClient:
                         finish = update
                         continue
                     await events.send(update)
-                    accumulator.add(update)  # after the send: the transcript holds what was sent
+                    ended = accumulator.add(update)  # after the send: the transcript holds
+                    if eager:  # only what the caller was sent
+                        self._start_eagerly(run, round_, update, ended, events=events, tools=tools)
         except TrioInvokeError:
             raise
         except Exception as exc:
@@ -538,9 +617,24 @@ class FunctionInvokingChatClient:
             return FinishReason.STOP, None
         return finish.finish_reason, finish.usage
 
-    def _needs_approval(self, run: _Run, call: ToolCall) -> bool:
-        entry = run.tools.get(call.name)
-        return entry is not None and entry.tool.requires_approval
+    def _start_eagerly(
+        self,
+        run: _Run,
+        round_: _Round,
+        update: AgentResponseUpdate,
+        ended: ToolCall | None,
+        *,
+        events: trio.MemorySendChannel[AgentResponseUpdate],
+        tools: trio.Nursery,
+    ) -> None:
+        """Start a call as soon as its arguments are complete, unless it, or a call before it
+        in call order, needs approval: those wait for the end of the response, so that results
+        keep call order in the transcript when the batch pauses for approval."""
+        if isinstance(update, ToolCallStart) and run.needs_approval(update.name):
+            round_.approval_at = min(round_.approval_at, round_.position(update.id))
+        elif ended is not None and round_.position(ended.id) < round_.approval_at:
+            tools.start_soon(self._call, run, round_, ended, events)
+            round_.started.add(ended.id)
 
     # -- one tool call -------------------------------------------------------------------------
 
@@ -549,47 +643,17 @@ class FunctionInvokingChatClient:
         run: _Run,
         round_: _Round,
         call: ToolCall,
-        decisions: dict[str, ToolApprovalResponse] | None,
         events: trio.MemorySendChannel[AgentResponseUpdate],
     ) -> None:
-        """Give ``call`` its one result. Never raises, except ``Cancelled`` (and BaseExceptions)."""
-        started = trio.current_time()
-        decision = decisions.get(call.id) if decisions else None
-        exception: BaseException | None = None
-        is_error = True
-        entry = run.tools.get(call.name)
-        if decision is not None and not decision.approved:
-            result = "Error: the user rejected this call" + (
-                f": {decision.reason}" if decision.reason else ""
-            )
-        elif entry is None:
-            available = ", ".join(run.tools) or "none"
-            result = f"Error: unknown tool {call.name!r}. Available tools: {available}"
+        """Give ``call`` its one result (see ``_invoke.invoke``) and report it."""
+        round_.started.add(call.id)
+        if round_.withheld is not None:
+            called = not_run(call, round_.withheld)
+        elif round_.position(call.id) >= run.budget:
+            called = not_run(call, "this run's budget of tool calls is spent")
         else:
-            try:
-                arguments = parse_arguments(call.arguments)
-                entry.validate(arguments)
-            except ArgumentsError as exc:
-                exception = exc
-                result = f"Error: invalid arguments for tool {call.name!r}: {exc}"
-            else:
-                try:
-                    value = await entry.tool.execute(arguments)
-                except Exception as exc:
-                    exception = exc
-                    result = f"Error: tool {call.name!r} raised {type(exc).__name__}: {exc}"
-                else:
-                    try:
-                        result, is_error = _to_text(value), False
-                    except (TypeError, ValueError) as exc:
-                        exception = exc
-                        result = (
-                            f"Error: tool {call.name!r} returned a {type(value).__name__}, "
-                            "which is not JSON-serialisable"
-                        )
-        called = ToolCalled(
-            call, result, is_error, duration=trio.current_time() - started, exception=exception
-        )
+            called = await invoke(call, run.tools, run.limits, round_.decisions.get(call.id))
+            round_.stop = round_.stop or isinstance(called.exception, StopLoop)
         round_.results[call.id] = called
         await events.send(called)
         round_.reported.add(call.id)

@@ -24,6 +24,13 @@ class ToolApprovalResponse:
     """``True`` runs the call; ``False`` answers it with a "rejected" error result."""
     reason: str | None = None
     """Why it was rejected; shown to the model in the rejection result."""
+    digest: str | None = attrs.field(default=None, kw_only=True)
+    """The request's digest of the call (``request.approve()`` and ``request.reject()`` fill it
+    in). On resume a digest that does not match the call in the conversation is an
+    :class:`ApprovalError`; ``None`` skips the check."""
+    arguments: str | Mapping[str, Any] | None = attrs.field(default=None, kw_only=True)
+    """Replacement arguments for an approved call (JSON text or a mapping), validated like the
+    model's; the tool message records them. ``None`` keeps the model's arguments."""
 
 
 def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
@@ -77,6 +84,12 @@ class RunOptions:
     to its inner client every round; :class:`OpenAIChatClient` merges them into the request body
     (over its own ``model_options``)."""
 
+    tool_timeout: float | None = None
+    """Seconds each tool call of this run may run, overriding the client's ``tool_timeout`` (a
+    tool's own ``timeout`` still wins). ``None``: the client's setting."""
+    max_tool_calls: int | None = None
+    """The most tool calls this run executes, overriding the client's ``max_tool_calls``.
+    ``None``: the client's setting."""
 
     def evolve(self, **changes: Any) -> RunOptions:
         """A copy with ``changes`` applied (``attrs.evolve``)."""

@@ -13,11 +13,14 @@ Match on them::
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from collections.abc import Mapping
+from typing import Any, TypeAlias
 
 import attrs
 
+from ._approval import call_digest
 from ._messages import FinishReason, ToolCall, Usage
+from ._options import ToolApprovalResponse
 
 __all__ = [
     "AgentResponseUpdate",
@@ -66,11 +69,28 @@ class ToolCallEnd:
 class ToolApprovalRequest:
     """A call that needs a human's approval before it runs; one per such call.
 
-    The loop stops with ``Finish(AWAITING_APPROVAL)`` after sending these; resume it with a
-    :class:`ToolApprovalResponse` for each (see ``RunOptions.tool_approval_responses``).
+    The loop stops with ``Finish(AWAITING_APPROVAL)`` after sending these; resume it with the
+    answers, built by :meth:`approve` or :meth:`reject`, in ``RunOptions.tool_approval_responses``.
     """
 
     call: ToolCall
+    digest: str = attrs.field(kw_only=True)
+    """A digest of the call's id, tool name and arguments. Answers built here carry it, and on
+    resume it must match the call found in the conversation, so a call edited after it was
+    shown cannot run on the strength of an approval given to the original."""
+
+    @digest.default
+    def _digest(self) -> str:
+        return call_digest(self.call)
+
+    def approve(self, *, arguments: str | Mapping[str, Any] | None = None) -> ToolApprovalResponse:
+        """Approve the call, optionally with replacement ``arguments`` (validated like the
+        model's; the tool message records them)."""
+        return ToolApprovalResponse(self.call.id, True, digest=self.digest, arguments=arguments)
+
+    def reject(self, reason: str | None = None) -> ToolApprovalResponse:
+        """Reject the call; the model is told, with ``reason`` if given."""
+        return ToolApprovalResponse(self.call.id, False, reason, digest=self.digest)
 
 
 @attrs.frozen

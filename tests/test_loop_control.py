@@ -1,0 +1,482 @@
+"""Loop control: timeouts, concurrency, budgets, the round cap's answer mode, error detail,
+stopping from a tool, approval integrity and eager start."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_invoke import (
+    ApprovalError,
+    ChatMessage,
+    ConfigurationError,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    MessageRole,
+    RunOptions,
+    ScriptedChatClient,
+    StopLoop,
+    TextDelta,
+    ToolApprovalRequest,
+    ToolCall,
+    ToolCalled,
+    ToolTimeoutError,
+    tool,
+)
+from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_call_updates
+
+USER = [ChatMessage.user("go")]
+
+
+def calls_round(*calls: tuple[str, str, str]) -> list[Any]:
+    updates: list[Any] = []
+    for call_id, name, arguments in calls:
+        updates += tool_call_updates(call_id, name, arguments)
+    return [*updates, Finish(FinishReason.TOOL_CALLS)]
+
+
+def called(result: Any) -> dict[str, ToolCalled]:
+    return {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+
+
+@tool
+async def nap(seconds: float) -> str:
+    """Sleep for a while."""
+    await trio.sleep(seconds)
+    return f"slept {seconds:g}"
+
+
+@tool
+async def broken() -> str:
+    """Always fails, with a secret in the message."""
+    raise PermissionError("token=hunter2")
+
+
+# -- per-call timeout ---------------------------------------------------------------------------
+
+
+async def test_a_call_that_runs_out_gets_an_error_naming_the_limit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ScriptedChatClient(
+        [calls_round(("slow", "nap", '{"seconds": 10}'), ("fast", "nap", '{"seconds": 1}')), "ok"]
+    )
+    client = FunctionInvokingChatClient(model, [nap], tool_timeout=2)
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER)
+    results = called(result)
+    assert results["slow"].is_error
+    assert results["slow"].result == "Error: tool 'nap' timed out after 2 s"
+    assert isinstance(results["slow"].exception, ToolTimeoutError)
+    assert isinstance(results["slow"].exception, TimeoutError)
+    assert results["fast"].result == "slept 1"  # the sibling went on
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+
+
+async def test_timeouts_per_tool_and_per_run(autojump_clock: trio.testing.MockClock) -> None:
+    @tool(timeout=0.5)
+    async def quick(seconds: float) -> str:
+        """Must be quick."""
+        await trio.sleep(seconds)
+        return "done"
+
+    script = [
+        calls_round(("a", "quick", '{"seconds": 1}'), ("b", "nap", '{"seconds": 3}')),
+        "ok",
+    ]
+    client = FunctionInvokingChatClient(ScriptedChatClient(script), [quick, nap], tool_timeout=5)
+    results = called(await run_to_completion(client, USER))
+    assert "timed out after 0.5 s" in results["a"].result  # the tool's own limit wins
+    assert results["b"].result == "slept 3"
+
+    client = FunctionInvokingChatClient(ScriptedChatClient(script), [quick, nap], tool_timeout=5)
+    results = called(await run_to_completion(client, USER, RunOptions(tool_timeout=2)))
+    assert "timed out after 2 s" in results["b"].result  # the run's override
+
+
+# -- concurrency --------------------------------------------------------------------------------
+
+
+def counting_tool() -> tuple[Any, list[int], list[str]]:
+    live = [0, 0]  # now, peak
+    order: list[str] = []
+
+    @tool
+    async def work(name: str) -> str:
+        """Work for a second."""
+        live[0] += 1
+        live[1] = max(live)
+        order.append(name)
+        await trio.sleep(1)
+        live[0] -= 1
+        return name
+
+    return work, live, order
+
+
+def six_calls() -> list[Any]:
+    return calls_round(*((f"c{i}", "work", f'{{"name": "c{i}"}}') for i in range(6)))
+
+
+async def test_max_concurrency_caps_calls_in_flight(autojump_clock: trio.testing.MockClock) -> None:
+    work, live, _ = counting_tool()
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient([six_calls(), "ok"]), [work], max_concurrency=2, tool_timeout=1.5
+    )
+    start = trio.current_time()
+    result = await run_to_completion(client, USER)
+    assert live[1] == 2
+    assert trio.current_time() - start == pytest.approx(3)
+    assert not any(c.is_error for c in called(result).values())  # queueing is not run time
+
+
+async def test_a_shared_limiter_caps_several_clients(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    work, live, _ = counting_tool()
+    limiter = trio.CapacityLimiter(3)
+    clients = [
+        FunctionInvokingChatClient(
+            ScriptedChatClient([six_calls(), "ok"]), [work], max_concurrency=limiter
+        )
+        for _ in range(2)
+    ]
+    async with trio.open_nursery() as nursery:
+        for client in clients:
+            nursery.start_soon(run_to_completion, client, USER)
+    assert live[1] == 3
+
+
+async def test_sequential_runs_calls_one_by_one_in_call_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    work, live, order = counting_tool()
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient([six_calls(), "ok"]), [work], sequential=True
+    )
+    start = trio.current_time()
+    await run_to_completion(client, USER)
+    assert live[1] == 1
+    assert order == [f"c{i}" for i in range(6)]
+    assert trio.current_time() - start == pytest.approx(6)
+
+
+# -- budgets ------------------------------------------------------------------------------------
+
+
+async def test_max_tool_calls_counts_across_rounds_in_call_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    work, _, order = counting_tool()
+    script = [
+        calls_round(("a", "work", '{"name": "a"}'), ("b", "work", '{"name": "b"}')),
+        calls_round(("c", "work", '{"name": "c"}'), ("d", "work", '{"name": "d"}')),
+        "ok",
+    ]
+    client = FunctionInvokingChatClient(ScriptedChatClient(script), [work], max_tool_calls=3)
+    result = await run_to_completion(client, USER)
+    assert sorted(order) == ["a", "b", "c"]
+    assert called(result)["d"].result == "Error: not run: this run's budget of tool calls is spent"
+    assert_transcript_valid([*USER, *result.messages])
+
+    client = FunctionInvokingChatClient(ScriptedChatClient(script), [work], max_tool_calls=3)
+    result = await run_to_completion(client, USER, RunOptions(max_tool_calls=1))
+    assert {i: c.is_error for i, c in called(result).items()} == {
+        "a": False,
+        "b": True,
+        "c": True,
+        "d": True,
+    }
+
+
+async def test_consecutive_failed_rounds_withhold_the_tools() -> None:
+    failing = calls_round(("x", "broken", "{}"))
+    script = [
+        [*tool_call_updates("c1", "broken", "{}"), Finish(FinishReason.TOOL_CALLS)],
+        [*tool_call_updates("c2", "broken", "{}"), Finish(FinishReason.TOOL_CALLS)],
+        [*tool_call_updates("c3", "broken", "{}"), Finish(FinishReason.TOOL_CALLS)],
+        failing,  # the model calls again although no tools were offered
+    ]
+    model = ScriptedChatClient(script)
+    client = FunctionInvokingChatClient(model, [broken], max_consecutive_errors=3)
+    result = await run_to_completion(client, USER)
+    assert [len(call.options.tools) for call in model.calls] == [1, 1, 1, 0]
+    assert called(result)["x"].result.startswith("Error: not run: tools are disabled after 3")
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+    assert_transcript_valid([*USER, *result.messages])
+
+
+async def test_a_success_resets_the_error_streak() -> None:
+    script = [
+        calls_round(("a", "broken", "{}")),
+        calls_round(("b", "nap", '{"seconds": 0}')),
+        calls_round(("c", "broken", "{}")),
+        "done",
+    ]
+    model = ScriptedChatClient(script)
+    client = FunctionInvokingChatClient(model, [broken, nap], max_consecutive_errors=2)
+    result = await run_to_completion(client, USER)
+    assert all(len(call.options.tools) == 2 for call in model.calls)
+    assert result.messages[-1] == ChatMessage.assistant("done")
+
+
+# -- the round cap's answer mode ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("last", ["Here is what I found.", None])
+async def test_answer_mode_makes_one_last_call_without_tools(last: str | None) -> None:
+    rounds = [calls_round((f"c{i}", "nap", '{"seconds": 0}')) for i in range(2)]
+    final = last if last is not None else calls_round(("late", "nap", '{"seconds": 0}'))
+    model = ScriptedChatClient([*rounds, final])
+    client = FunctionInvokingChatClient(model, [nap], max_rounds=2, on_max_rounds="answer")
+    result = await run_to_completion(client, USER)
+    assert len(model.calls) == 3
+    assert model.calls[2].options.tools == ()
+    assert model.calls[2].options.tool_choice is None
+    assert result.updates[-1].finish_reason is FinishReason.MAX_ROUNDS
+    assert_transcript_valid([*USER, *result.messages])
+    if last is not None:
+        assert result.messages[-1] == ChatMessage.assistant(last)
+    else:
+        late = called(result)["late"]
+        assert late.result == "Error: not run: the round limit is reached"
+
+
+# -- error detail -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("detailed", [False, True])
+async def test_error_detail_is_opt_in(detailed: bool) -> None:
+    script = [calls_round(("a", "broken", "{}"), ("b", "nap", '{"seconds": "x"}')), "ok"]
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient(script), [broken, nap], include_detailed_errors=detailed
+    )
+    results = called(await run_to_completion(client, USER))
+    assert isinstance(results["a"].exception, PermissionError)  # the caller always gets it
+    assert "PermissionError" in results["a"].result
+    assert ("hunter2" in results["a"].result) is detailed
+    assert "field 'seconds'" in results["b"].result  # argument errors always go in full
+
+
+async def test_successful_calls_carry_no_exception() -> None:
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient([calls_round(("a", "nap", '{"seconds": 0}')), "ok"]), [nap]
+    )
+    assert called(await run_to_completion(client, USER))["a"].exception is None
+
+
+# -- stopping from a tool -----------------------------------------------------------------------
+
+
+async def test_stop_loop_ends_the_run_after_the_batch(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    @tool
+    async def submit(answer: str) -> str:
+        """Submit the final answer."""
+        raise StopLoop(f"submitted {answer}")
+
+    model = ScriptedChatClient(
+        [calls_round(("s", "submit", '{"answer": "42"}'), ("n", "nap", '{"seconds": 5}'))]
+    )
+    result = await run_to_completion(FunctionInvokingChatClient(model, [submit, nap]), USER)
+    results = called(result)
+    assert results["s"] == ToolCalled(results["s"].call, "submitted 42", is_error=False)
+    assert isinstance(results["s"].exception, StopLoop)
+    assert results["n"].result == "slept 5"  # the batch finished
+    assert len(model.calls) == 1  # the model was not called again
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+    assert_transcript_valid([*USER, *result.messages])
+
+
+# -- approval integrity -------------------------------------------------------------------------
+
+
+def approval_setup() -> tuple[FunctionInvokingChatClient, list[dict[str, Any]]]:
+    done: list[dict[str, Any]] = []
+
+    @tool(requires_approval=True)
+    async def transfer(amount: int, to: str) -> str:
+        """Transfer money."""
+        done.append({"amount": amount, "to": to})
+        return f"sent {amount} to {to}"
+
+    model = ScriptedChatClient(
+        [calls_round(("t", "transfer", '{"amount": 10, "to": "bob"}')), "ok", "ok"]
+    )
+    return FunctionInvokingChatClient(model, [transfer]), done
+
+
+async def paused(client: FunctionInvokingChatClient) -> tuple[list[ChatMessage], Any]:
+    result = await run_to_completion(client, USER)
+    (request,) = [u for u in result.updates if isinstance(u, ToolApprovalRequest)]
+    return [*USER, *result.messages], request
+
+
+async def test_approve_and_reject_carry_the_digest() -> None:
+    client, done = approval_setup()
+    conversation, request = await paused(client)
+    assert len(request.digest) == 64
+    response = request.approve()
+    assert (response.call_id, response.approved, response.digest) == ("t", True, request.digest)
+    result = await run_to_completion(
+        client, conversation, RunOptions(tool_approval_responses=[response])
+    )
+    assert done == [{"amount": 10, "to": "bob"}]
+    assert result.messages[0].content == "sent 10 to bob"
+    rejection = request.reject("too much")
+    assert (rejection.approved, rejection.reason, rejection.digest) == (
+        False,
+        "too much",
+        request.digest,
+    )
+
+
+async def test_an_edited_call_does_not_run_on_an_old_approval() -> None:
+    client, done = approval_setup()
+    conversation, request = await paused(client)
+    assistant = conversation[-1]
+    assert assistant.tool_calls is not None
+    forged = ToolCall("t", "transfer", '{"amount": 10000, "to": "mallory"}')
+    conversation[-1] = ChatMessage.assistant(assistant.content, [forged])
+    options = RunOptions(tool_approval_responses=[request.approve()])
+    with pytest.raises(ApprovalError, match=r"'t' does not match the call.*changed"):
+        await run_to_completion(client, conversation, options)
+    assert done == []
+
+
+async def test_approval_with_replacement_arguments() -> None:
+    client, done = approval_setup()
+    conversation, request = await paused(client)
+    options = RunOptions(
+        tool_approval_responses=[request.approve(arguments={"amount": 5, "to": "bob"})]
+    )
+    result = await run_to_completion(client, conversation, options)
+    assert done == [{"amount": 5, "to": "bob"}]
+    (answer,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert answer.call.arguments == '{"amount":5,"to":"bob"}'
+    assert result.messages[0].content == (
+        '[arguments replaced by the user: {"amount":5,"to":"bob"}] sent 5 to bob'
+    )
+    assert result.messages[0].tool_call_id == "t"
+    assert_transcript_valid([*conversation, *result.messages])
+
+
+async def test_invalid_replacement_arguments_are_an_error_result() -> None:
+    client, done = approval_setup()
+    conversation, request = await paused(client)
+    options = RunOptions(tool_approval_responses=[request.approve(arguments='{"amount": "lots"}')])
+    result = await run_to_completion(client, conversation, options)
+    assert done == []
+    assert "missing required field 'to'" in result.messages[0].content
+    assert "[arguments replaced by the user" in result.messages[0].content
+
+
+# -- eager start --------------------------------------------------------------------------------
+
+
+async def test_eager_calls_start_while_the_model_streams(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    started: dict[str, float] = {}
+
+    @tool
+    async def fetch(name: str) -> str:
+        """Fetch a thing."""
+        started[name] = trio.current_time()
+        await trio.sleep(1)
+        return name
+
+    updates = [
+        *tool_call_updates("a", "fetch", '{"name": "a"}'),
+        TextDelta("thinking more..."),
+        *tool_call_updates("b", "fetch", '{"name": "b"}'),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+    timings = {}
+    for eager in (False, True):
+        started.clear()
+        model = ScriptedChatClient([updates, "ok"], delay=0.5)
+        client = FunctionInvokingChatClient(model, [fetch], eager_tools=eager)
+        begin = trio.current_time()
+        result = await run_to_completion(client, USER)
+        timings[eager] = trio.current_time() - begin
+        tool_messages = [m.tool_call_id for m in result.messages if m.role is MessageRole.TOOL]
+        assert tool_messages == ["a", "b"]  # call order, whatever the start order
+        if eager:
+            assert started["a"] - begin == pytest.approx(1.5)  # right after a's ToolCallEnd
+    assert timings[True] < timings[False]
+
+
+async def test_eager_start_stops_at_the_first_call_needing_approval(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    async def look(name: str) -> str:
+        """Look."""
+        ran.append(name)
+        return name
+
+    @tool(requires_approval=True)
+    async def change(name: str) -> str:
+        """Change."""
+        ran.append(f"change {name}")
+        return "changed"
+
+    updates = [
+        *tool_call_updates("a", "look", '{"name": "a"}'),
+        *tool_call_updates("b", "change", '{"name": "b"}'),
+        *tool_call_updates("c", "look", '{"name": "c"}'),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient([updates, "ok"]), [look, change], eager_tools=True
+    )
+    result = await run_to_completion(client, USER)
+    assert ran == ["a"]  # c comes after a call that waits for approval
+    assert result.updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
+    assert [m.tool_call_id for m in result.messages[1:]] == ["a"]
+    conversation = [*USER, *result.messages]
+    (request,) = [u for u in result.updates if isinstance(u, ToolApprovalRequest)]
+    resumed = await run_to_completion(
+        client, conversation, RunOptions(tool_approval_responses=[request.approve()])
+    )
+    assert ran[0] == "a"
+    assert sorted(ran[1:]) == ["c", "change b"]  # resumed concurrently
+    assert_transcript_valid([*conversation, *resumed.messages])
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"tool_timeout": 0}, "tool_timeout must be a number > 0"),
+        ({"tool_timeout": "1"}, "tool_timeout must be a number"),
+        ({"max_concurrency": 0}, "max_concurrency must be an integer >= 1"),
+        ({"max_concurrency": 1.5}, "max_concurrency must be an integer"),
+        ({"max_tool_calls": -1}, "max_tool_calls must be an integer >= 0"),
+        ({"max_consecutive_errors": 0}, "max_consecutive_errors must be an integer >= 1"),
+        ({"on_max_rounds": "retry"}, "on_max_rounds must be 'finish' or 'answer'"),
+    ],
+)
+def test_bad_options_are_value_errors(options: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        FunctionInvokingChatClient(ScriptedChatClient([]), **options)
+
+
+def test_bad_tool_timeout_is_a_definition_error() -> None:
+    from trio_invoke import ToolDefinitionError
+
+    with pytest.raises(ToolDefinitionError, match="tool timeout must be a number > 0"):
+
+        @tool(timeout=-1)
+        async def f() -> None:
+            """Nothing."""

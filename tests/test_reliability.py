@@ -1,0 +1,205 @@
+"""The reliability suite: random runs of the loop with every control turned, checked after each.
+
+Each example draws a scripted model (rounds of calls with valid, empty and broken arguments and
+unknown tools), tools that succeed, raise, take their time, hang or need approval, the loop's
+options (timeouts, concurrency, sequential and eager modes, budgets, the round cap and its mode),
+a cancellation point (the run's cancel scope, or leaving the ``async with``), a consumer speed,
+and approval decisions for every pause. After every run it checks that every assistant tool call
+has exactly one tool message in call order, that no tool task outlives the run, that every
+``ToolCalled`` matches a tool message and back, and that the usage adds up. All on a virtual
+clock, so thousands of cases fit in CI time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trio_invoke import (
+    ChatMessage,
+    Error,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    MessageRole,
+    RunOptions,
+    ScriptedChatClient,
+    ToolApprovalRequest,
+    ToolCalled,
+    Usage,
+)
+from trio_invoke._approval import pending_calls
+from trio_invoke._strategies import scripted_rounds
+from trio_invoke.testing import assert_transcript_valid
+
+USER = [ChatMessage.user("go")]
+
+
+class Probe:
+    """Counts tool executions that are running right now."""
+
+    live = 0
+
+
+class ChaosTool:
+    """Accepts any object; then succeeds, raises, sleeps or hangs, by its name."""
+
+    parameters: dict[str, Any] = {"type": "object"}  # noqa: RUF012
+
+    def __init__(self, name: str, *, requires_approval: bool = False) -> None:
+        self.name = name
+        self.description = f"A tool that {name}."
+        self.requires_approval = requires_approval
+
+    async def execute(self, arguments: dict[str, Any]) -> Any:
+        Probe.live += 1
+        try:
+            if self.name == "fails":
+                raise RuntimeError("boom")
+            if self.name == "sleeps":
+                await trio.sleep(2)
+            if self.name == "hangs":
+                await trio.sleep_forever()
+            return arguments
+        finally:
+            Probe.live -= 1
+
+
+TOOLS = [
+    ChaosTool("succeeds"),
+    ChaosTool("fails"),
+    ChaosTool("sleeps"),
+    ChaosTool("hangs"),
+    ChaosTool("guarded", requires_approval=True),
+]
+
+configs = st.fixed_dictionaries(
+    {
+        "max_rounds": st.integers(1, 5),
+        "on_max_rounds": st.sampled_from(["finish", "answer"]),
+        "tool_timeout": st.sampled_from([0.5, 3.0, 10.0]),
+        "max_concurrency": st.sampled_from([None, 1, 2]),
+        "sequential": st.booleans(),
+        "max_tool_calls": st.sampled_from([None, 0, 2, 5]),
+        "max_consecutive_errors": st.sampled_from([None, 1, 3]),
+        "include_detailed_errors": st.booleans(),
+        "eager_tools": st.booleans(),
+    }
+)
+decisions = st.sampled_from(["approve", "reject", "replace"])
+
+
+def assert_valid_or_paused(conversation: list[ChatMessage]) -> None:
+    """Valid, or paused for approval: then the trailing calls without a tool message include a
+    call that needs approval, and the transcript without them is valid."""
+    pending = pending_calls(conversation)
+    if pending:
+        assert any(call.name == "guarded" for call in pending), pending
+        last = next(i for i in range(len(conversation) - 1, -1, -1) if conversation[i].tool_calls)
+        answered = [c for c in conversation[last].tool_calls or () if c not in pending]
+        conversation = [
+            *conversation[:last],
+            attrs.evolve(conversation[last], tool_calls=answered or None),
+            *conversation[last + 1 :],
+        ]
+    assert_transcript_valid(conversation)
+
+
+def usage_of(script: list[list[Any]], first: int, last: int) -> Usage | None:
+    usages = [u.usage for r in script[first:last] for u in r if isinstance(u, Finish) and u.usage]
+    return sum(usages[1:], usages[0]) if usages else None
+
+
+@settings(
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    script=scripted_rounds(TOOLS, max_rounds=5),
+    config=configs,
+    cancel_after=st.none() | st.floats(0, 8),
+    break_after=st.none() | st.integers(0, 40),
+    consumer_delay=st.sampled_from([0, 0, 0.05, 0.7]),
+    answers=st.lists(decisions, min_size=8, max_size=8),
+)
+def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per drawn dimension
+    script: list[list[Any]],
+    config: dict[str, Any],
+    cancel_after: float | None,
+    break_after: int | None,
+    consumer_delay: float,
+    answers: list[str],
+) -> None:
+    async def one_run(
+        client: FunctionInvokingChatClient,
+        model: ScriptedChatClient,
+        conversation: list[ChatMessage],
+        options: RunOptions,
+    ) -> tuple[list[ChatMessage], Any, bool]:
+        """Run once, check the invariants; return the new messages, the last update and
+        whether the caller left early."""
+        first_call = len(model.calls)
+        updates: list[Any] = []
+        left = False
+        async with client.run(conversation, options) as stream:
+            async for update in stream:
+                updates.append(update)
+                if break_after is not None and len(updates) > break_after:
+                    left = True
+                    break
+                await trio.sleep(consumer_delay)
+        assert Probe.live == 0, "a tool task outlived the run"
+        assert not trio.lowlevel.current_task().child_nurseries
+        added = stream.messages
+        if left:
+            return added, None, True
+        tool_messages = {m.tool_call_id: m.content for m in added if m.role is MessageRole.TOOL}
+        called = [u for u in updates if isinstance(u, ToolCalled)]
+        assert len({c.call.id for c in called}) == len(called)
+        assert {c.call.id: c.result for c in called} == tool_messages
+        last = updates[-1]
+        assert isinstance(last, Finish | Error)
+        if isinstance(last, Finish):
+            assert last.usage == usage_of(script, first_call, len(model.calls))
+        return added, last, False
+
+    async def main() -> None:
+        Probe.live = 0
+        model = ScriptedChatClient([*script, "done", "done", "done", "done", "done", "done"])
+        client = FunctionInvokingChatClient(model, TOOLS, **config)
+        scope = trio.CancelScope()
+        if cancel_after is not None:
+            scope.deadline = trio.current_time() + cancel_after
+        conversation = list(USER)
+        options = RunOptions(cancel_scope=scope)
+        with trio.fail_after(10_000):
+            for answer in answers:
+                added, last, left = await one_run(client, model, conversation, options)
+                conversation += added
+                if left or not isinstance(last, Finish):
+                    break
+                if last.finish_reason is not FinishReason.AWAITING_APPROVAL:
+                    break
+                pending = pending_calls(conversation)
+                responses = []
+                for call in pending:
+                    if call.name != "guarded":
+                        continue
+                    request = ToolApprovalRequest(call)
+                    if answer == "approve":
+                        responses.append(request.approve())
+                    elif answer == "reject":
+                        responses.append(request.reject("no"))
+                    else:
+                        responses.append(request.approve(arguments={"edited": True}))
+                scope = trio.CancelScope()  # a scope serves one run
+                options = RunOptions(cancel_scope=scope, tool_approval_responses=responses)
+        assert_valid_or_paused(conversation)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -1,0 +1,90 @@
+"""Approval on resume: which calls are pending, and whether the answers match them (sans-IO).
+
+A run that stops with ``Finish(AWAITING_APPROVAL)`` leaves the conversation ending in an
+assistant message whose calls have no tool messages yet. Resuming means answering those calls,
+and the answers must match exactly the calls that wait for approval. Each request carries a
+digest of its call (id, tool name, arguments): an answer built with ``request.approve()`` or
+``request.reject()`` carries it back, and a call whose arguments were edited in the stored
+conversation since the request was shown no longer matches, so nothing runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+
+from ._exceptions import ApprovalError
+from ._messages import ChatMessage, MessageRole, ToolCall
+from ._options import ToolApprovalResponse
+
+__all__ = ["call_digest", "match_approvals", "pending_calls"]
+
+
+def call_digest(call: ToolCall) -> str:
+    """A SHA-256 digest of ``call``'s id, tool name and arguments (hex)."""
+    text = json.dumps([call.id, call.name, call.arguments], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
+    """The calls of the trailing assistant message that have no tool message yet.
+
+    The trailing assistant message is the last message, or the last one before the tool
+    messages that end the conversation.
+    """
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message.role is MessageRole.TOOL:
+            if message.tool_call_id is not None:
+                answered.add(message.tool_call_id)
+            continue
+        if message.role is MessageRole.ASSISTANT and message.tool_calls:
+            return [call for call in message.tool_calls if call.id not in answered]
+        break
+    return []
+
+
+def match_approvals(
+    pending: Sequence[ToolCall],
+    needs_approval: Callable[[ToolCall], bool],
+    responses: Sequence[ToolApprovalResponse],
+) -> dict[str, ToolApprovalResponse]:
+    """Match ``responses`` to the pending calls that need approval, by call id.
+
+    Raises:
+        ApprovalError: a response names a call that is not waiting for approval, two responses
+            name one call, a call waiting for approval has no response, a response's digest
+            does not match its call, or responses were given with nothing pending. The message
+            names the call ids.
+    """
+    if responses and not pending:
+        ids = ", ".join(repr(r.call_id) for r in responses)
+        raise ApprovalError(
+            f"approval responses were given for tool calls {ids}, but the conversation does not "
+            "end with tool calls waiting for approval"
+        )
+    waiting = {call.id: call for call in pending if needs_approval(call)}
+    matched: dict[str, ToolApprovalResponse] = {}
+    for response in responses:
+        if response.call_id in matched:
+            raise ApprovalError(f"two approval responses for tool call {response.call_id!r}")
+        call = waiting.get(response.call_id)
+        if call is None:
+            names = ", ".join(repr(i) for i in waiting) or "none"
+            raise ApprovalError(
+                f"approval response names tool call {response.call_id!r}, which is not waiting "
+                f"for approval (calls waiting for approval: {names})"
+            )
+        if response.digest is not None and response.digest != call_digest(call):
+            raise ApprovalError(
+                f"approval response for tool call {response.call_id!r} does not match the call "
+                f"in the conversation ({call.name} with arguments {call.arguments}): the call "
+                "changed after the approval request was made"
+            )
+        matched[response.call_id] = response
+    missing = [call for call in waiting.values() if call.id not in matched]
+    if missing:
+        names = ", ".join(f"{c.id!r} ({c.name})" for c in missing)
+        raise ApprovalError(f"tool calls waiting for approval have no approval response: {names}")
+    return matched

@@ -1,0 +1,171 @@
+"""One tool call, start to result: find the tool, parse and validate, run it under its limits.
+
+:func:`invoke` never raises for anything a tool or a model can do wrong: every outcome becomes a
+:class:`ToolCalled` whose ``result`` is what the model reads next. Only ``trio.Cancelled`` (and
+other ``BaseException``\\ s) propagate; the loop answers a cancelled call itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import trio
+
+from ._exceptions import ArgumentsError, ToolTimeoutError
+from ._messages import ToolCall
+from ._options import ToolApprovalResponse
+from ._tools import Tool
+from ._updates import ToolCalled
+from ._validate import compile_validator, parse_arguments
+
+__all__ = ["Entry", "Limits", "StopLoop", "invoke", "not_run"]
+
+
+class StopLoop(Exception):  # noqa: N818 -- a signal, like StopIteration, not an error
+    """Raise from a tool to end the loop after the current batch of calls.
+
+    The call's result is ``result`` (not an error); the batch's other calls still run to their
+    results; then the run ends with ``Finish(STOP)`` without calling the model again.
+
+    Example::
+
+        @tool
+        async def submit_answer(answer: str) -> str:
+            raise StopLoop(f"submitted: {answer}")
+    """
+
+    def __init__(self, result: Any = "stopped") -> None:
+        super().__init__(result)
+        self.result = result
+        """The call's result, sent to the model as any tool result is."""
+
+
+@attrs.define(eq=False)
+class Entry:
+    """A tool as one run sees it: the tool, its compiled validator and its time limit."""
+
+    tool: Tool
+    validate: Callable[[Any], None]
+    timeout: float | None
+
+    @classmethod
+    def of(cls, tool: Tool) -> Entry:
+        timeout = getattr(tool, "timeout", None)
+        return cls(tool, compile_validator(tool.parameters), timeout)
+
+
+@attrs.frozen
+class Limits:
+    """How calls of one run execute."""
+
+    timeout: float | None = None
+    """Seconds a call may run unless its tool sets its own ``timeout``; ``None``: no limit."""
+    limiter: trio.CapacityLimiter | None = None
+    """Caps how many calls execute at once; ``None``: no cap."""
+    detailed_errors: bool = False
+    """Send the message of a tool's exception to the model, not only its type."""
+
+
+def to_text(value: Any) -> str:
+    """A tool's return value as the model reads it: a ``str`` as it is, else compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+_TIMED_OUT: Any = object()
+
+
+async def _execute(tool: Tool, arguments: dict[str, Any], limit: float | None) -> Any:
+    """``tool.execute(arguments)``, or ``_TIMED_OUT`` if it ran longer than ``limit`` seconds."""
+    with trio.move_on_after(math.inf if limit is None else limit):
+        return await tool.execute(arguments)
+    return _TIMED_OUT
+
+
+def not_run(call: ToolCall, why: str) -> ToolCalled:
+    """The error result of a call that was not run, saying ``why``."""
+    return ToolCalled(call, f"Error: not run: {why}", is_error=True)
+
+
+def _replacement(call: ToolCall, decision: ToolApprovalResponse | None) -> ToolCall:
+    if decision is None or decision.arguments is None:
+        return call
+    arguments = decision.arguments
+    if not isinstance(arguments, str):
+        arguments = json.dumps(dict(arguments), separators=(",", ":"), ensure_ascii=False)
+    return ToolCall(call.id, call.name, arguments)
+
+
+async def invoke(
+    call: ToolCall,
+    tools: Mapping[str, Entry],
+    limits: Limits,
+    decision: ToolApprovalResponse | None = None,
+) -> ToolCalled:
+    """Run ``call`` and return its result; never raises except ``Cancelled`` and BaseExceptions.
+
+    ``decision`` is the user's answer when the call waited for approval: a rejection becomes
+    the result, replacement arguments replace the model's (and the result says so).
+
+    Cancellation: the tool is cancelled wherever it was (a sync tool's thread is abandoned and
+    may still finish); no result is returned, the caller answers the call.
+    """
+    started = trio.current_time()
+    if decision is not None and not decision.approved:
+        reason = f": {decision.reason}" if decision.reason else ""
+        return ToolCalled(call, f"Error: the user rejected this call{reason}", is_error=True)
+    entry = tools.get(call.name)
+    if entry is None:
+        available = ", ".join(tools) or "none"
+        return ToolCalled(
+            call, f"Error: unknown tool {call.name!r}. Available tools: {available}", is_error=True
+        )
+    edited = _replacement(call, decision)
+    note = "" if edited is call else f"[arguments replaced by the user: {edited.arguments}] "
+    try:
+        arguments = parse_arguments(edited.arguments)
+        entry.validate(arguments)
+    except ArgumentsError as exc:
+        text = f"{note}Error: invalid arguments for tool {call.name!r}: {exc}"
+        return ToolCalled(edited, text, is_error=True, exception=exc)
+    timeout = entry.timeout if entry.timeout is not None else limits.timeout
+    exception: BaseException | None = None
+    try:
+        if limits.limiter is None:
+            value = await _execute(entry.tool, arguments, timeout)
+        else:
+            async with limits.limiter:  # queueing for the limiter does not count as run time
+                value = await _execute(entry.tool, arguments, timeout)
+    except StopLoop as stop:
+        exception, value = stop, stop.result
+    except Exception as exc:
+        detail = f": {exc}" if limits.detailed_errors else ""
+        exception, value = exc, None
+        result, is_error = f"Error: tool {call.name!r} raised {type(exc).__name__}{detail}", True
+    if value is _TIMED_OUT:
+        exception = ToolTimeoutError(f"tool {call.name!r} timed out after {timeout:g} s")
+        result, is_error = f"Error: {exception}", True
+    elif exception is None or isinstance(exception, StopLoop):
+        try:
+            result, is_error = to_text(value), False
+        except (TypeError, ValueError) as exc:
+            exception = exc
+            result, is_error = (
+                (
+                    f"Error: tool {call.name!r} returned a {type(value).__name__}, "
+                    "which is not JSON-serialisable"
+                ),
+                True,
+            )
+    return ToolCalled(
+        edited,
+        note + result,
+        is_error,
+        duration=trio.current_time() - started,
+        exception=exception,
+    )
