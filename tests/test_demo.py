@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import subprocess
 import sys
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
-from trio_invoke import _demo
+from trio_invoke import ChatMessage, _demo
 from trio_invoke.testing import assert_transcript_valid
 
 
@@ -96,3 +98,44 @@ def test_main_module_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 _real_model = _demo.scripted_model
+
+
+async def test_demo_against_a_live_openai_compatible_server(nursery: trio.Nursery) -> None:
+    from sse_server import Reply, SSEServer
+    from test_openai import ollama_chunk, sse
+
+    call = {"index": 0, "id": "call_9", "type": "function",
+            "function": {"name": "calculate", "arguments": '{"expression": "6 * 7"}'}}  # fmt: skip
+    server = SSEServer(
+        [
+            Reply([sse(ollama_chunk({"tool_calls": [call]}, "tool_calls"), "[DONE]")]),
+            Reply([sse(ollama_chunk({"content": "It is 42."}, "stop"), "[DONE]")]),
+        ]
+    )
+    await nursery.start(server.serve)
+    out = io.StringIO()
+    args = _demo.parse_args(["--base-url", server.url, "--model", "llama3.2", "--no", "6*7?"])
+    with trio.fail_after(30):
+        messages = await _demo.amain(args, _demo.Printer(out))
+    assert "model: llama3.2 at" in out.getvalue()
+    assert "<- [ok] calculate" in out.getvalue()
+    assert messages[-1] == ChatMessage.assistant("It is 42.")
+    assert [r.json["model"] for r in server.requests] == ["llama3.2", "llama3.2"]
+
+
+def test_live_server_failure_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing listens on port 9 (discard) of loopback: the connection is refused at once; the
+    # retries' backoff runs on a virtual clock.
+    virtual = functools.partial(trio.run, clock=trio.testing.MockClock(autojump_threshold=0))
+    monkeypatch.setattr(_demo.trio, "run", virtual)
+    code = _demo.main(["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--no", "hi"])
+    assert code == 1
+    assert capsys.readouterr().err.startswith("error: ")
+
+
+@pytest.mark.parametrize("argv", [["--base-url", "http://127.0.0.1:9/v1"], ["--model", "llama3.2"]])
+def test_base_url_and_model_go_together(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        _demo.parse_args(argv)

@@ -19,3 +19,9 @@ def test_the_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(example.strip().splitlines()) <= 30
     exec(compile(example, "README.md", "exec"), {"__name__": "readme"})
     assert capsys.readouterr().out == "[get_weather -> Sunny in Paris]\nIt is sunny in Paris."
+
+
+def test_every_python_block_compiles() -> None:
+    for block in python_blocks():
+        body = "".join(f"    {line}\n" for line in block.splitlines())
+        compile(f"async def _block():\n{body}", "README.md", "exec")  # top-level await allowed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import datetime
 import operator
 import os
@@ -20,6 +21,7 @@ from typing import Any
 import trio
 
 from ._client import ChatClient
+from ._exceptions import ChatClientError
 from ._function_tool import tool
 from ._loop import FunctionInvokingChatClient
 from ._messages import ChatMessage, FinishReason, Usage
@@ -279,38 +281,72 @@ async def converse(
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m trio_invoke",
-        description="A short agent conversation on trio_invoke's tool-calling loop.",
+        description="A short agent conversation on trio_invoke's tool-calling loop. Without "
+        "--base-url the model is the embedded scripted one (no network, no API key).",
     )
     answer = parser.add_mutually_exclusive_group()
     answer.add_argument("--yes", action="store_true", help="approve every tool call that asks")
     answer.add_argument("--no", action="store_true", help="reject every tool call that asks")
+    parser.add_argument(
+        "--base-url",
+        help="an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama "
+        "(needs the extra trio-invoke[openai])",
+    )
+    parser.add_argument("--model", help="the model's name at --base-url, e.g. llama3.2")
+    parser.add_argument("--api-key", help="the API key (default: $OPENAI_API_KEY, or none)")
     parser.add_argument("prompt", nargs="?", default=PROMPT, help="the user's message")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.base_url and not args.model:
+        parser.error("--base-url needs --model")
+    if args.model and not args.base_url:
+        parser.error("--model needs --base-url (without it the demo uses the scripted model)")
+    return args
 
 
 async def amain(
     args: argparse.Namespace, printer: Printer | None = None, *, delay: float = 0.02
 ) -> list[ChatMessage]:
-    """The demo's conversation; returns the transcript."""
+    """The demo's conversation; returns the transcript.
+
+    Raises:
+        ChatClientError: the live model server failed (``--base-url`` only).
+    """
     printer = printer or Printer()
-    model: ChatClient = scripted_model(delay)
-    printer.line("model: the embedded scripted model (no network, no API key)")
-    client = FunctionInvokingChatClient(model, TOOLS)
-    messages = [ChatMessage.system("You are a helpful assistant."), ChatMessage.user(args.prompt)]
-    printer.line(f"user: {args.prompt}")
+    async with contextlib.AsyncExitStack() as stack:
+        model: ChatClient
+        if args.base_url:
+            from ._openai import OpenAIChatClient  # noqa: PLC0415 -- needs the optional httpx
 
-    async def decide(request: ToolApprovalRequest) -> ToolApprovalResponse:
-        if args.yes or args.no:
-            printer.line(f"  (--{'yes' if args.yes else 'no'}) {request.call.name}")
-            return ToolApprovalResponse(request.call.id, bool(args.yes), "the user said no")
-        return await ask_at_terminal(request)
+            live = OpenAIChatClient(args.model, base_url=args.base_url, api_key=args.api_key)
+            model = await stack.enter_async_context(live)
+            printer.line(f"model: {args.model} at {args.base_url}")
+        else:
+            model = scripted_model(delay)
+            printer.line("model: the embedded scripted model (no network, no API key)")
+        client = FunctionInvokingChatClient(model, TOOLS)
+        messages = [
+            ChatMessage.system("You are a helpful assistant. Use the tools when they help."),
+            ChatMessage.user(args.prompt),
+        ]
+        printer.line(f"user: {args.prompt}")
 
-    printer.line("assistant:")
-    return await converse(client, messages, decide, printer)
+        async def decide(request: ToolApprovalRequest) -> ToolApprovalResponse:
+            if args.yes or args.no:
+                printer.line(f"  (--{'yes' if args.yes else 'no'}) {request.call.name}")
+                return request.approve() if args.yes else request.reject("the user said no")
+            return await ask_at_terminal(request)
+
+        printer.line("assistant:")
+        return await converse(client, messages, decide, printer)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m trio_invoke``."""
+    """Entry point of ``python -m trio_invoke``: 0 on success, 1 if the model server failed."""
     args = parse_args(argv)
-    trio.run(amain, args)
+    try:
+        trio.run(amain, args)
+    except ChatClientError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
