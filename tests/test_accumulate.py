@@ -19,7 +19,7 @@ from trio_invoke import (
     ToolCallEnd,
     ToolCallStart,
 )
-from trio_invoke._strategies import json_values, tool_call_streams
+from trio_invoke.testing import json_values, tool_call_streams
 
 ids = st.text(min_size=1, max_size=6)
 calls = st.lists(

@@ -22,8 +22,7 @@ from trio_invoke import (
     ToolCalled,
     Usage,
 )
-from trio_invoke._strategies import scripted_rounds
-from trio_invoke.testing import assert_transcript_valid
+from trio_invoke.testing import assert_transcript_valid, scripted_rounds
 
 USER = [ChatMessage.user("go")]
 

@@ -10,7 +10,6 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from trio_invoke._exceptions import ArgumentsError, ToolDefinitionError
-from trio_invoke._strategies import json_values, schemas_with_arguments, tool_arguments
 from trio_invoke._validate import (
     compile_validator,
     json_type_name,
@@ -18,6 +17,7 @@ from trio_invoke._validate import (
     seed_errors,
     validate_against_schema,
 )
+from trio_invoke.testing import json_values, schemas_with_arguments, tool_arguments
 
 WEATHER = {
     "type": "object",

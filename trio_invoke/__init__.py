@@ -26,6 +26,7 @@ from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import TrioInvokeError as TrioInvokeError
+from ._function_client import FunctionChatClient as FunctionChatClient
 from ._function_tool import FunctionTool as FunctionTool
 from ._function_tool import tool as tool
 from ._invoke import StopLoop as StopLoop
@@ -72,6 +73,7 @@ __all__ = [
     "Error",
     "Finish",
     "FinishReason",
+    "FunctionChatClient",
     "FunctionInvokingChatClient",
     "FunctionTool",
     "HTTPStatusError",

@@ -23,7 +23,8 @@ it is reached), or a plain string, short for ``[TextDelta(s), Finish(FinishReaso
 
 @attrs.frozen
 class ScriptedCall:
-    """What a :class:`ScriptedChatClient` was given on one call."""
+    """What a :class:`ScriptedChatClient` (or a :class:`FunctionChatClient`) was given on one
+    call."""
 
     messages: tuple[ChatMessage, ...]
     """The conversation it was asked to answer."""

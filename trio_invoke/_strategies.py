@@ -1,7 +1,9 @@
 """Hypothesis strategies for JSON values, tool arguments and tool schemas.
 
 For property tests of tools, chat clients and agents; trio_invoke's own tests use them. Sizes are
-bounded so that a test with the default ``max_examples`` stays fast.
+bounded so that a test with the default ``max_examples`` stays fast. Public as
+``trio_invoke.testing.json_values`` and so on (imported on first use: this module needs
+Hypothesis, the extra ``trio_invoke[testing]``).
 """
 
 from __future__ import annotations

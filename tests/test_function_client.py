@@ -1,0 +1,165 @@
+"""FunctionChatClient: a chat client whose responses come from a function of the messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_invoke import (
+    ChatClient,
+    ChatClientError,
+    ChatMessage,
+    Finish,
+    FinishReason,
+    FunctionChatClient,
+    FunctionInvokingChatClient,
+    MessageRole,
+    RunOptions,
+    TextDelta,
+    ToolCall,
+    ToolCalled,
+    Usage,
+    tool,
+)
+from trio_invoke.testing import (
+    assert_transcript_valid,
+    run_to_completion,
+    tool_calls_response,
+)
+
+USER = [ChatMessage.user("hi")]
+
+
+async def test_a_string_is_a_text_answer_and_calls_are_recorded() -> None:
+    model = FunctionChatClient(lambda messages, options: f"{len(messages)} messages")
+    options = RunOptions(model_options={"seed": 1})
+    first = await run_to_completion(model, USER, options)
+    second = await run_to_completion(model, [*USER, ChatMessage.assistant("1 messages")])
+    assert first.updates == (TextDelta("1 messages"), Finish(FinishReason.STOP))
+    assert second.updates == (TextDelta("2 messages"), Finish(FinishReason.STOP))
+    assert first.messages == ()
+    assert model.calls[0].messages == tuple(USER)
+    assert type(model.calls[0].messages) is tuple
+    assert model.calls[0].options is options
+    assert model.calls[1].options == RunOptions()
+    assert isinstance(model, ChatClient)
+
+
+async def test_an_async_function_returning_updates(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> list[Any]:
+        await trio.sleep(2)
+        return [TextDelta("a"), TextDelta("b"), Finish(FinishReason.LENGTH, Usage(1, 2))]
+
+    start = trio.current_time()
+    result = await run_to_completion(FunctionChatClient(respond), USER)
+    assert trio.current_time() - start == pytest.approx(2)
+    assert result.updates == (
+        TextDelta("a"),
+        TextDelta("b"),
+        Finish(FinishReason.LENGTH, Usage(1, 2)),
+    )
+
+
+async def test_an_async_function_returning_a_string() -> None:
+    async def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> str:
+        await trio.lowlevel.checkpoint()
+        return "ok"
+
+    result = await run_to_completion(FunctionChatClient(respond), USER)
+    assert result.updates == (TextDelta("ok"), Finish(FinishReason.STOP))
+
+
+async def test_a_generator_is_read_as_the_stream_is() -> None:
+    produced: list[str] = []
+
+    def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> Iterator[Any]:
+        for text in ("one", "two"):
+            produced.append(text)
+            yield TextDelta(text)
+
+    async with FunctionChatClient(respond).run(USER) as stream:
+        iterator = aiter(stream)
+        assert await anext(iterator) == TextDelta("one")
+        assert produced == ["one"]
+
+
+async def test_an_exception_among_the_updates_is_raised_where_it_stands() -> None:
+    model = FunctionChatClient(lambda m, o: [TextDelta("a"), OSError("reset"), TextDelta("b")])
+    seen = []
+    with pytest.raises(OSError, match="reset"):
+        async with model.run(USER) as updates:
+            async for update in updates:
+                seen.append(update)
+    assert seen == [TextDelta("a")]
+
+
+async def test_a_raising_function_is_a_failing_model() -> None:
+    def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> str:
+        raise ConnectionError("model down")
+
+    model = FunctionChatClient(respond)
+    with pytest.raises(ConnectionError, match="model down"):
+        await run_to_completion(model, USER)
+    assert len(model.calls) == 1  # recorded before the function ran
+    with pytest.raises(ChatClientError, match="model down") as info:
+        await run_to_completion(FunctionInvokingChatClient(model), USER)
+    assert isinstance(info.value.__cause__, ConnectionError)
+
+
+@pytest.mark.parametrize("value", [None, 42, TextDelta("x")])
+async def test_a_response_of_the_wrong_type_is_a_clear_error(value: object) -> None:
+    model = FunctionChatClient(lambda messages, options: value)  # type: ignore[arg-type,return-value]
+    expected = f"must return a str or an iterable .* not {type(value).__name__}$"
+    with pytest.raises(TypeError, match=expected):
+        await run_to_completion(model, USER)
+
+
+async def test_delay_between_updates(autojump_clock: trio.testing.MockClock) -> None:
+    model = FunctionChatClient(lambda messages, options: "x", delay=0.5)
+    start = trio.current_time()
+    await run_to_completion(model, USER)
+    assert trio.current_time() - start == pytest.approx(1.0)
+
+
+async def test_cancelling_an_async_function_keeps_the_call_recorded(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> str:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    model = FunctionChatClient(respond)
+    with trio.move_on_after(5) as scope:
+        await run_to_completion(model, USER)
+    assert scope.cancelled_caught
+    assert len(model.calls) == 1
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return {"door": "found: under the mat"}.get(key, "nothing")
+
+
+async def test_conditional_answers_under_the_loop() -> None:
+    def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> Any:
+        assert [t.name for t in options.tools] == ["lookup"]
+        last = messages[-1]
+        if last.role is MessageRole.TOOL:
+            return "It is under the mat." if last.content.startswith("found") else "No idea."
+        key = "door" if "door" in last.content else "car"
+        return tool_calls_response(ToolCall("c1", "lookup", f'{{"key": "{key}"}}'))
+
+    agent = FunctionInvokingChatClient(FunctionChatClient(respond), [lookup])
+    for question, answer in [("door key?", "It is under the mat."), ("car key?", "No idea.")]:
+        conversation = [ChatMessage.user(question)]
+        result = await run_to_completion(agent, conversation)
+        assert result.messages[-1] == ChatMessage.assistant(answer)
+        assert [u.call.name for u in result.updates if isinstance(u, ToolCalled)] == ["lookup"]
+        assert_transcript_valid([*conversation, *result.messages])

@@ -1,0 +1,96 @@
+"""A chat client whose responses come from a function of the conversation. No network."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import TypeAlias
+
+import attrs
+
+from ._messages import ChatMessage, FinishReason
+from ._options import RunOptions
+from ._scripted import ScriptedCall, _Replay
+from ._updates import AgentResponseUpdate, Finish, TextDelta
+
+__all__ = ["ChatFunction", "FunctionChatClient", "FunctionResponse"]
+
+FunctionResponse: TypeAlias = str | Iterable[AgentResponseUpdate | BaseException]
+"""What a :class:`FunctionChatClient`'s function returns: the updates to stream (an exception
+among them is raised when it is reached; a generator is consumed as the stream is read), or a
+plain string, short for ``[TextDelta(s), Finish(FinishReason.STOP)]``."""
+
+ChatFunction: TypeAlias = Callable[
+    [tuple[ChatMessage, ...], RunOptions], FunctionResponse | Awaitable[FunctionResponse]
+]
+"""The function behind a :class:`FunctionChatClient`: ``(messages, options)`` to a response, or
+to an awaitable of one (an ``async def`` function)."""
+
+
+@attrs.define
+class FunctionChatClient:
+    """A :class:`ChatClient` whose every response comes from ``function(messages, options)``.
+
+    Where :class:`ScriptedChatClient` replays a fixed script, this one decides each response
+    from what it is asked, so a test can script conditional behaviour::
+
+        def model(messages, options):
+            last = messages[-1]
+            if last.role is MessageRole.TOOL:
+                return "Found it." if "found" in last.content else "Nothing there."
+            return tool_calls_response(ToolCall("c1", "search", '{"q": "keys"}'))
+
+        agent = FunctionInvokingChatClient(FunctionChatClient(model), [search])
+
+    The function receives the conversation as a tuple of :class:`ChatMessage` and the call's
+    :class:`RunOptions` (``options.tools`` lists the tools the model was offered). It may be a
+    plain or an ``async`` function, and returns a string (short for
+    ``[TextDelta(s), Finish(FinishReason.STOP)]``) or an iterable of updates; an exception in
+    that iterable is raised when the stream reaches it (a model failing mid-stream). To simulate
+    a model that fails before it streams anything, let the function raise: the exception comes
+    out of entering ``run()`` (the loop raises it as a :class:`ChatClientError` chained to it).
+
+    Each call is recorded in :attr:`calls` before the function runs, so a call whose function
+    raised is recorded too.
+    """
+
+    function: ChatFunction
+    """Called once per model call with ``(messages, options)``."""
+    delay: float = attrs.field(default=0.0, kw_only=True)
+    """Seconds to sleep before each update (``trio.sleep``; use a virtual clock in tests)."""
+    calls: list[ScriptedCall] = attrs.field(factory=list, init=False)
+    """One record per call so far, in order."""
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """Call the function and stream what it returned.
+
+        Raises:
+            TypeError: the function returned something that is neither a string nor an
+                iterable of updates (``None``, say: a missing ``return``).
+
+        Whatever the function raises propagates from entering the context manager.
+
+        Cancellation: an ``async`` function is cancelled where it waits, or the stream stops
+        where it was; the call stays recorded in :attr:`calls` either way.
+        """
+        call = ScriptedCall(tuple(messages), options or RunOptions())
+        self.calls.append(call)
+        response = self.function(call.messages, call.options)
+        if inspect.isawaitable(response):
+            response = await response
+        yield _Replay(_updates_of(response), self.delay)
+
+
+def _updates_of(response: object) -> Iterable[AgentResponseUpdate | BaseException]:
+    if isinstance(response, str):
+        return (TextDelta(response), Finish(FinishReason.STOP))
+    if isinstance(response, Iterable):
+        return response
+    raise TypeError(
+        "a FunctionChatClient's function must return a str or an iterable of updates (or an "
+        f"awaitable of one), not {type(response).__name__}"
+    )
