@@ -15,7 +15,6 @@ from trio_invoke import (
     ChatMessage,
     Finish,
     FinishReason,
-    FunctionChatClient,
     FunctionInvokingChatClient,
     MessageRole,
     RunOptions,
@@ -26,6 +25,7 @@ from trio_invoke import (
     tool,
 )
 from trio_invoke.testing import (
+    FunctionChatClient,
     assert_transcript_valid,
     run_to_completion,
     tool_calls_response,

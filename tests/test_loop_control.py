@@ -204,7 +204,7 @@ async def test_consecutive_failed_rounds_withhold_the_tools() -> None:
     model = ScriptedChatClient(script)
     client = FunctionInvokingChatClient(model, [broken], max_consecutive_errors=3)
     result = await run_to_completion(client, USER)
-    assert [len(call.options.tools) for call in model.calls] == [1, 1, 1, 0]
+    assert [call.options.tool_choice for call in model.calls] == [None, None, None, "none"]
     assert called(result)["x"].result.startswith("Error: not run: tools are disabled after 3")
     assert result.updates[-1] == Finish(FinishReason.STOP)
     assert_transcript_valid([*USER, *result.messages])
@@ -235,8 +235,8 @@ async def test_answer_mode_makes_one_last_call_without_tools(last: str | None) -
     client = FunctionInvokingChatClient(model, [nap], max_rounds=2, on_max_rounds="answer")
     result = await run_to_completion(client, USER)
     assert len(model.calls) == 3
-    assert model.calls[2].options.tools == ()
-    assert model.calls[2].options.tool_choice is None
+    assert len(model.calls[2].options.tools) == 1  # still listed: the history refers to it
+    assert model.calls[2].options.tool_choice == "none"
     assert result.updates[-1].finish_reason is FinishReason.MAX_ROUNDS
     assert_transcript_valid([*USER, *result.messages])
     if last is not None:

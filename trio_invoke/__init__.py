@@ -26,7 +26,6 @@ from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import TrioInvokeError as TrioInvokeError
-from ._function_client import FunctionChatClient as FunctionChatClient
 from ._function_tool import FunctionTool as FunctionTool
 from ._function_tool import tool as tool
 from ._invoke import StopLoop as StopLoop
@@ -73,7 +72,6 @@ __all__ = [
     "Error",
     "Finish",
     "FinishReason",
-    "FunctionChatClient",
     "FunctionInvokingChatClient",
     "FunctionTool",
     "HTTPStatusError",
@@ -82,7 +80,6 @@ __all__ = [
     "ModelConnectionError",
     "ModelResponseError",
     "ModelTimeoutError",
-    "OpenAIChatClient",
     "RunOptions",
     "ScriptExhaustedError",
     "ScriptedCall",
@@ -110,7 +107,8 @@ __all__ = [
 
 
 _LAZY = {"OpenAIChatClient": "._openai"}
-"""Public names whose module needs an extra: imported on first access."""
+"""Public names whose module needs an extra: imported on first access. They stay out of
+``__all__`` so that ``from trio_invoke import *`` works without the extra."""
 
 
 def _fixup_module_metadata(obj: _Any) -> None:

@@ -12,19 +12,33 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
 
 from ._exceptions import ApprovalError
 from ._messages import ChatMessage, MessageRole, ToolCall
 from ._options import ToolApprovalResponse
 
-__all__ = ["call_digest", "match_approvals", "pending_calls"]
+__all__ = ["arguments_text", "call_digest", "match_approvals", "pending_calls"]
 
 
 def call_digest(call: ToolCall) -> str:
     """A SHA-256 digest of ``call``'s id, tool name and arguments (hex)."""
     text = json.dumps([call.id, call.name, call.arguments], ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def arguments_text(arguments: str | Mapping[str, Any]) -> str:
+    """Replacement arguments as JSON text (a mapping becomes compact JSON).
+
+    Raises:
+        TypeError, ValueError: a mapping that is not JSON-serialisable.
+    """
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(dict(arguments), separators=(",", ":"), ensure_ascii=False)
 
 
 def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
@@ -55,8 +69,8 @@ def match_approvals(
     Raises:
         ApprovalError: a response names a call that is not waiting for approval, two responses
             name one call, a call waiting for approval has no response, a response's digest
-            does not match its call, or responses were given with nothing pending. The message
-            names the call ids.
+            does not match its call, its replacement arguments are not JSON-serialisable, or
+            responses were given with nothing pending. The message names the call ids.
     """
     if responses and not pending:
         ids = ", ".join(repr(r.call_id) for r in responses)
@@ -76,6 +90,15 @@ def match_approvals(
                 f"approval response names tool call {response.call_id!r}, which is not waiting "
                 f"for approval (calls waiting for approval: {names})"
             )
+        if response.arguments is not None:
+            try:
+                text = arguments_text(response.arguments)
+            except (TypeError, ValueError) as exc:
+                raise ApprovalError(
+                    f"replacement arguments for tool call {response.call_id!r} are not "
+                    f"JSON-serialisable: {exc}"
+                ) from exc
+            response = attrs.evolve(response, arguments=text)  # noqa: PLW2901 -- normalised
         if response.digest is not None and response.digest != call_digest(call):
             raise ApprovalError(
                 f"approval response for tool call {response.call_id!r} does not match the call "

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import trio
 
+from ._approval import arguments_text
 from ._exceptions import ArgumentsError, ToolTimeoutError
 from ._messages import ToolCall
 from ._options import ToolApprovalResponse
@@ -95,10 +96,7 @@ def not_run(call: ToolCall, why: str) -> ToolCalled:
 def _replacement(call: ToolCall, decision: ToolApprovalResponse | None) -> ToolCall:
     if decision is None or decision.arguments is None:
         return call
-    arguments = decision.arguments
-    if not isinstance(arguments, str):
-        arguments = json.dumps(dict(arguments), separators=(",", ":"), ensure_ascii=False)
-    return ToolCall(call.id, call.name, arguments)
+    return ToolCall(call.id, call.name, arguments_text(decision.arguments))
 
 
 async def invoke(
@@ -153,7 +151,7 @@ async def invoke(
     elif exception is None or isinstance(exception, StopLoop):
         try:
             result, is_error = to_text(value), False
-        except (TypeError, ValueError) as exc:
+        except Exception as exc:  # not JSON: TypeError, ValueError, RecursionError, ...
             exception = exc
             result, is_error = (
                 (

@@ -82,18 +82,18 @@ def _merge_tools(static: Mapping[str, Entry], provider: Iterable[Tool]) -> dict[
     return merged
 
 
-def _single_exception(exc: BaseException) -> BaseException:
-    """The one exception inside (nested) single-exception groups from our own nurseries."""
-    while isinstance(exc, BaseExceptionGroup):
-        leaves = [e for e in exc.exceptions if not isinstance(e, trio.Cancelled)]
-        if len(leaves) != 1:
-            return exc
-        exc = leaves[0]
-    return exc
+def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """What a group from one of our own nurseries stands for: its one exception that is not
+    ``Cancelled``, or its first ``Cancelled`` if that is all it holds, or the group itself when
+    several exceptions really happened. One level only: a user's own group stays whole."""
+    others = [e for e in group.exceptions if not isinstance(e, trio.Cancelled)]
+    if len(others) == 1:
+        return others[0]
+    return group.exceptions[0] if not others else group
 
 
 def _reraise_single(group: BaseExceptionGroup[BaseException]) -> NoReturn:
-    """Re-raise the single exception inside ``group`` bare, keeping its own context."""
+    """Re-raise :func:`_single_exception` of ``group`` bare, keeping its own context."""
     exc = _single_exception(group)
     context = exc.__context__
     try:
@@ -128,12 +128,21 @@ class _Round:
     """Call-order position of the first call seen that needs approval (eager start stops there)."""
     stop: bool = False
     """A tool raised ``StopLoop``: the run ends after this round."""
+    running: int = 0
+    """Call tasks started and not yet finished."""
+    closing: bool = False
+    """Every call of the round has been started (or the batch paused): wait for ``running``."""
+    all_done: trio.Event = attrs.field(factory=trio.Event)
+    """Set when ``closing`` and the last running call finishes."""
+    _positions: dict[str, int] | None = None
 
     def position(self, call_id: str) -> int:
         """The call's place in call order."""
         if self.accumulator is not None:
             return self.accumulator.position(call_id)
-        return next(i for i, call in enumerate(self.calls) if call.id == call_id)
+        if self._positions is None:
+            self._positions = {call.id: i for i, call in enumerate(self.calls)}
+        return self._positions[call_id]
 
     @property
     def all_failed(self) -> bool:
@@ -171,22 +180,28 @@ class _Run:
     usage: Usage | None = None
     current: _Round | None = None
     error: BaseException | None = None
+    """What ended the run with an exception, for the stream to raise."""
+
+    def add_usage(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self.usage = usage if self.usage is None else self.usage + usage
 
     def needs_approval(self, name: str) -> bool:
         entry = self.tools.get(name)
         return entry is not None and entry.tool.requires_approval
 
-    def commit(self, round_: _Round) -> None:
-        messages = round_.messages()
+    def commit(self, messages: list[ChatMessage]) -> None:
+        """Append a finished round's messages; the round is over."""
         self.messages.extend(messages)
         self.added.extend(messages)
         self.current = None
 
-    def settle(self, reason: str) -> list[AgentResponseUpdate]:
+    def settle(self, not_started: str, started: str) -> list[AgentResponseUpdate]:
         """Close the current round synchronously; return the updates still owed to the caller.
 
-        Calls that ended get a result (``reason`` for those that never finished); calls whose
-        ``ToolCallEnd`` never arrived are dropped; the text so far is kept.
+        Calls that ended get a result: ``started`` for those that were running, ``not_started``
+        for those that never ran; calls whose ``ToolCallEnd`` never arrived are dropped; the
+        text so far is kept.
         """
         round_ = self.current
         if round_ is None:
@@ -205,11 +220,12 @@ class _Run:
             round_.calls = round_.accumulator.completed()
         for call in round_.calls:
             if call.id not in round_.results:
+                reason = started if call.id in round_.started else not_started
                 round_.results[call.id] = ToolCalled(call, f"Error: {reason}", is_error=True)
             if call.id not in round_.reported:
                 owed.append(round_.results[call.id])
                 round_.reported.add(call.id)
-        self.commit(round_)
+        self.commit(round_.messages())
         return owed
 
 
@@ -274,17 +290,20 @@ class FunctionInvokingChatClient:
         tools: The tools the model may call; names must be unique.
         max_rounds: The most model calls one run makes with tools offered (default 10).
         on_max_rounds: At the round cap, ``"finish"`` (default) ends with ``Finish(MAX_ROUNDS)``;
-            ``"answer"`` first makes one more model call with the tools withheld so the user gets
-            an answer (calls the model still makes get a "not run" result), then ends with
-            ``Finish(MAX_ROUNDS)``.
+            ``"answer"`` first makes one more model call with the tools withheld (still listed,
+            with ``tool_choice="none"``) so the user gets an answer (calls the model still makes
+            get a "not run" result), then ends with ``Finish(MAX_ROUNDS)``.
         tool_timeout: Seconds each call may run (a tool's own ``timeout`` attribute wins;
             ``RunOptions.tool_timeout`` overrides per run). A call that runs out gets an error
-            result naming the limit; its siblings go on. ``None``: no limit.
+            result naming the limit; its siblings go on. ``None``: no limit. A sync tool's
+            thread cannot be interrupted: it is abandoned and runs to its end in the
+            background, holding one of Trio's worker-thread slots until then.
         max_concurrency: The most calls that execute at once: an int (per run) or a
             ``trio.CapacityLimiter`` to share one cap between runs and clients. ``None``: no cap.
         sequential: Run each round's calls one by one in call order instead of concurrently.
-        max_tool_calls: The most calls one run executes, counted across rounds in call order;
-            calls over the budget are not run and get an error result saying so
+        max_tool_calls: The most calls one run answers, counted across rounds in call order
+            (every call the model makes counts, rejected and invalid ones too); calls over the
+            budget are not run and get an error result saying so
             (``RunOptions.max_tool_calls`` overrides per run). ``None``: no budget.
         max_consecutive_errors: After this many rounds in a row in which every call failed,
             the next model call is made with the tools withheld, and the run ends after it.
@@ -298,8 +317,9 @@ class FunctionInvokingChatClient:
             ``sequential``.
 
     Raises:
-        ConfigurationError: an option is out of range, or two tools share a name (a
-            ``ValueError``).
+        ConfigurationError: an option is out of range, two tools share a name, or ``inner`` is
+            itself a ``FunctionInvokingChatClient`` (its calls would run twice) -- a
+            ``ValueError``. Other decorators (logging, retries, caching) stack freely.
     """
 
     def __init__(
@@ -319,6 +339,11 @@ class FunctionInvokingChatClient:
     ) -> None:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
             raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
+        if isinstance(inner, FunctionInvokingChatClient):
+            raise ConfigurationError(
+                "the inner client is itself a FunctionInvokingChatClient: the outer loop would "
+                "run its tool calls again; give all the tools to one loop"
+            )
         if on_max_rounds not in ("finish", "answer"):
             raise ConfigurationError(
                 f"on_max_rounds must be 'finish' or 'answer', got {on_max_rounds!r}"
@@ -456,16 +481,18 @@ class FunctionInvokingChatClient:
         decisions: dict[str, ToolApprovalResponse],
     ) -> None:
         scope = cancel_scope if cancel_scope is not None else trio.CancelScope()
-        reason = CANCELLED
+        not_started = started = CANCELLED
         async with run.send:
             try:
                 with scope:
                     await self._loop(run, pending, decisions)
             except Exception as exc:
-                run.error = _single_exception(exc)
-                reason = f"not run: the chat client failed ({type(run.error).__name__})"
+                # The consumer recorded what failed; anything else is a bug of ours, raised as is.
+                run.error = run.error or exc
+                failed = f"the chat client failed ({type(run.error).__name__})"
+                not_started, started = f"not run: {failed}", f"cancelled: {failed}"
             finally:
-                owed = run.settle(reason)
+                owed = run.settle(not_started, started)
             for update in owed:
                 await run.send.send(update)
             if scope.cancelled_caught:
@@ -518,7 +545,7 @@ class FunctionInvokingChatClient:
         run.current = round_
         finish: Finish | None = None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._consume, run, round_, events_send, messages_send)
+            nursery.start_soon(self._consume, run, round_, events_send, messages_send, nursery)
             async for update in events:
                 if isinstance(update, Finish):
                     finish = update
@@ -527,13 +554,8 @@ class FunctionInvokingChatClient:
                 await run.send.send(update)
                 round_.in_flight = None
         assert finish is not None, "the consumer always ends a round with a Finish"
-        round_messages = messages.receive_nowait()
-        run.messages.extend(round_messages)
-        run.added.extend(round_messages)
-        run.current = None
+        run.commit(messages.receive_nowait())
         run.budget = max(0, run.budget - len(round_.results))
-        if finish.usage is not None:
-            run.usage = finish.usage if run.usage is None else run.usage + finish.usage
         return finish.finish_reason
 
     async def _consume(
@@ -542,55 +564,87 @@ class FunctionInvokingChatClient:
         round_: _Round,
         events: trio.MemorySendChannel[AgentResponseUpdate],
         messages: trio.MemorySendChannel[list[ChatMessage]],
+        nursery: trio.Nursery,
     ) -> None:
-        """The seed's spawned task: stream the model, then answer every call."""
+        """The seed's spawned task: stream the model, run every call as a sibling task in the
+        round's ``nursery``, wait for them, then send the round's messages and its Finish."""
         async with events, messages:
-            reason, usage = FinishReason.TOOL_CALLS, None
-            async with trio.open_nursery() as tools:  # the round's calls, as sibling tasks
-                if round_.accumulator is not None:
-                    reason, usage = await self._stream_model(run, round_, events, tools)
-                    round_.calls = round_.accumulator.finish()
-                    if not round_.calls:
-                        if reason not in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER):
-                            reason = FinishReason.STOP
-                    elif round_.withheld is None and any(
-                        run.needs_approval(call.name) for call in round_.calls
-                    ):
-                        # Pause: nothing more of this batch runs (eager calls already running
-                        # finish first, and their results come before the pending calls').
-                        reason = FinishReason.AWAITING_APPROVAL
-                        for call in round_.calls:
-                            if run.needs_approval(call.name):
-                                await events.send(ToolApprovalRequest(call))
-                    else:
-                        reason = FinishReason.TOOL_CALLS
-                if reason is FinishReason.TOOL_CALLS and self.sequential:
-                    for call in round_.calls:
-                        await self._call(run, round_, call, events)
-                elif reason is FinishReason.TOOL_CALLS:
-                    for call in round_.calls:
-                        if call.id not in round_.started:
-                            tools.start_soon(self._call, run, round_, call, events)
+            try:
+                reason = await self._answer(run, round_, events, nursery)
+            except Exception as exc:
+                run.error = exc  # the run's failure, before a nursery wraps it in a group
+                raise
             await messages.send(round_.messages())
-            await events.send(Finish(reason, usage))
+            await events.send(Finish(reason))
+
+    async def _answer(
+        self,
+        run: _Run,
+        round_: _Round,
+        events: trio.MemorySendChannel[AgentResponseUpdate],
+        nursery: trio.Nursery,
+    ) -> FinishReason:
+        reason = FinishReason.TOOL_CALLS
+        if round_.accumulator is not None:
+            reason = await self._stream_model(run, round_, events, nursery)
+            round_.calls = round_.accumulator.finish()
+            if not round_.calls:
+                if reason not in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER):
+                    reason = FinishReason.STOP
+            elif round_.withheld is None and any(
+                run.needs_approval(call.name) for call in round_.calls
+            ):
+                # Pause: nothing more of this batch runs. Eager calls already running finish
+                # first; their results come before the pending calls' in call order.
+                reason = FinishReason.AWAITING_APPROVAL
+                for call in round_.calls:
+                    if run.needs_approval(call.name):
+                        await events.send(ToolApprovalRequest(call))
+            else:
+                reason = FinishReason.TOOL_CALLS
+        if reason is FinishReason.TOOL_CALLS and self.sequential:
+            for call in round_.calls:
+                round_.running += 1
+                await self._call(run, round_, call, events)
+        elif reason is FinishReason.TOOL_CALLS:
+            for call in round_.calls:
+                if call.id not in round_.started:
+                    self._start(run, round_, call, events, nursery)
+        round_.closing = True
+        if round_.running:
+            await round_.all_done.wait()
+        return reason
+
+    def _start(
+        self,
+        run: _Run,
+        round_: _Round,
+        call: ToolCall,
+        events: trio.MemorySendChannel[AgentResponseUpdate],
+        nursery: trio.Nursery,
+    ) -> None:
+        round_.started.add(call.id)
+        round_.running += 1
+        nursery.start_soon(self._call, run, round_, call, events)
 
     async def _stream_model(
         self,
         run: _Run,
         round_: _Round,
         events: trio.MemorySendChannel[AgentResponseUpdate],
-        tools: trio.Nursery,
-    ) -> tuple[FinishReason, Usage | None]:
-        """Forward the inner client's updates, accumulating calls; hold back its ``Finish``."""
+        nursery: trio.Nursery,
+    ) -> FinishReason:
+        """Forward the inner client's updates, accumulating calls; hold back its ``Finish``
+        (its usage counts at once, whatever happens to the round later)."""
         accumulator = round_.accumulator
         assert accumulator is not None
         options = run.inner_options
-        if round_.withheld is not None:
-            options = options.evolve(tools=(), tool_choice=None, parallel_tool_calls=None)
+        if round_.withheld is not None:  # offered, but the model must not call them
+            options = options.evolve(tool_choice="none", parallel_tool_calls=None)
         eager = self.eager_tools and round_.withheld is None
         finish: Finish | None = None
         try:
-            async with self.inner.run(run.messages, options) as updates:
+            async with self.inner.run(tuple(run.messages), options) as updates:
                 async for update in updates:
                     if finish is not None:
                         raise StreamProtocolError(
@@ -598,24 +652,34 @@ class FunctionInvokingChatClient:
                         )
                     if isinstance(update, Finish):
                         finish = update
+                        run.add_usage(update.usage)
                         continue
                     await events.send(update)
                     ended = accumulator.add(update)  # after the send: the transcript holds
                     if eager:  # only what the caller was sent
-                        self._start_eagerly(run, round_, update, ended, events=events, tools=tools)
+                        self._start_eagerly(
+                            run, round_, update, ended, events=events, nursery=nursery
+                        )
         except TrioInvokeError:
             raise
         except Exception as exc:
-            cause = _single_exception(exc)
+            cause = _single_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(cause, TrioInvokeError):
                 raise cause from None
             raise ChatClientError(
                 f"the chat client {type(self.inner).__name__} failed: "
                 f"{type(cause).__name__}: {cause}"
             ) from cause
-        if finish is None:
-            return FinishReason.STOP, None
-        return finish.finish_reason, finish.usage
+        run.inner_options = self._after_first_round(run.inner_options)
+        return FinishReason.STOP if finish is None else finish.finish_reason
+
+    @staticmethod
+    def _after_first_round(options: RunOptions) -> RunOptions:
+        """A ``tool_choice`` that forces a call ("required", or one named tool) applies to the
+        first model call only; later rounds leave the choice to the model, so it can answer."""
+        if options.tool_choice is None or options.tool_choice in ("auto", "none"):
+            return options
+        return options.evolve(tool_choice=None)
 
     def _start_eagerly(
         self,
@@ -625,7 +689,7 @@ class FunctionInvokingChatClient:
         ended: ToolCall | None,
         *,
         events: trio.MemorySendChannel[AgentResponseUpdate],
-        tools: trio.Nursery,
+        nursery: trio.Nursery,
     ) -> None:
         """Start a call as soon as its arguments are complete, unless it, or a call before it
         in call order, needs approval: those wait for the end of the response, so that results
@@ -633,8 +697,7 @@ class FunctionInvokingChatClient:
         if isinstance(update, ToolCallStart) and run.needs_approval(update.name):
             round_.approval_at = min(round_.approval_at, round_.position(update.id))
         elif ended is not None and round_.position(ended.id) < round_.approval_at:
-            tools.start_soon(self._call, run, round_, ended, events)
-            round_.started.add(ended.id)
+            self._start(run, round_, ended, events, nursery)
 
     # -- one tool call -------------------------------------------------------------------------
 
@@ -647,6 +710,20 @@ class FunctionInvokingChatClient:
     ) -> None:
         """Give ``call`` its one result (see ``_invoke.invoke``) and report it."""
         round_.started.add(call.id)
+        try:
+            await self._answer_call(run, round_, call, events)
+        finally:
+            round_.running -= 1
+            if round_.closing and not round_.running:
+                round_.all_done.set()
+
+    async def _answer_call(
+        self,
+        run: _Run,
+        round_: _Round,
+        call: ToolCall,
+        events: trio.MemorySendChannel[AgentResponseUpdate],
+    ) -> None:
         if round_.withheld is not None:
             called = not_run(call, round_.withheld)
         elif round_.position(call.id) >= run.budget:

@@ -74,7 +74,9 @@ class RunOptions:
     )
     """Whether and which tools the model must call: ``"auto"``, ``"none"``, ``"required"``, or
     ``{"type": "function", "function": {"name": "..."}}`` for one tool. ``None`` (the default)
-    leaves it to the provider. Sent as the request's ``tool_choice``."""
+    leaves it to the provider. Sent as the request's ``tool_choice``. Under
+    :class:`FunctionInvokingChatClient` a choice that forces a call (``"required"`` or one named
+    tool) applies to the first round only, so that the model can answer afterwards."""
     parallel_tool_calls: bool | None = None
     """Whether the model may call several tools in one response. ``None`` (the default) leaves it
     to the provider. Sent as the request's ``parallel_tool_calls``."""

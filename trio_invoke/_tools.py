@@ -102,7 +102,14 @@ class ApprovalRequiredTool:
 
     @property
     def requires_approval(self) -> bool:
+        """Always ``True``."""
         return True
+
+    @property
+    def timeout(self) -> float | None:
+        """The wrapped tool's own time limit, if it has one."""
+        timeout: float | None = getattr(self.tool, "timeout", None)
+        return timeout
 
     async def execute(self, arguments: dict[str, Any]) -> Any:
         """Run the wrapped tool (see :meth:`Tool.execute`)."""
