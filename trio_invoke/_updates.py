@@ -40,6 +40,7 @@ class TextDelta:
     """A piece of the model's answer text."""
 
     text: str
+    """The piece, as it arrived."""
 
 
 @attrs.frozen
@@ -47,7 +48,9 @@ class ToolCallStart:
     """The model starts a tool call. Call order is the order of these within a response."""
 
     id: str
+    """The call's id, unique within the response."""
     name: str
+    """The tool it calls."""
 
 
 @attrs.frozen
@@ -55,7 +58,9 @@ class ToolCallArgs:
     """A piece of a started call's JSON arguments."""
 
     id: str
+    """The id of the call the piece belongs to."""
     args_delta: str
+    """The piece of JSON text; the call's arguments are its pieces joined."""
 
 
 @attrs.frozen
@@ -63,6 +68,7 @@ class ToolCallEnd:
     """A started call's arguments are complete."""
 
     id: str
+    """The id of the call that ended."""
 
 
 @attrs.frozen
@@ -74,6 +80,7 @@ class ToolApprovalRequest:
     """
 
     call: ToolCall
+    """The call that waits; it has not run."""
     digest: str = attrs.field(kw_only=True)
     """A digest of the call's id, tool name and arguments. Answers built here carry it, and on
     resume it must match the call found in the conversation, so a call edited after it was
@@ -101,9 +108,12 @@ class ToolCalled:
     """
 
     call: ToolCall
+    """The call, with the arguments it ran with (replacement arguments from an approval)."""
     result: str
     """The text sent back to the model as the tool message."""
     is_error: bool
+    """Whether the result reports a failure (bad arguments, an exception, a time-out, a
+    rejection, a cancellation, a call that was not run)."""
     duration: float = attrs.field(default=0.0, kw_only=True, eq=False)
     """Seconds (``trio.current_time()``) from the call's start to its result; 0 if it never ran."""
     exception: BaseException | None = attrs.field(default=None, kw_only=True, eq=False)
@@ -115,6 +125,7 @@ class Finish:
     """The response (or the whole run of the loop) ended."""
 
     finish_reason: FinishReason
+    """Why it ended."""
     usage: Usage | None = None
     """Tokens used: for the loop, the sum over all its model calls; ``None`` when none reported."""
 
@@ -124,6 +135,7 @@ class Error:
     """An in-band error, such as ``Error("cancelled")`` at the end of a cancelled run."""
 
     message: str
+    """What went wrong, e.g. ``"cancelled"``."""
 
 
 AgentResponseUpdate: TypeAlias = (
