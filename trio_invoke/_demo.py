@@ -196,6 +196,7 @@ class Printer:
     def __init__(self, out: Any = None) -> None:
         self.out = out or sys.stdout
         self.names: dict[str, str] = {}
+        self.arguments: dict[str, list[str]] = {}
         self.at_line_start = True
 
     def line(self, text: str) -> None:
@@ -213,8 +214,12 @@ class Printer:
                 self.at_line_start = text.endswith("\n")
             case ToolCallStart(call_id, name):
                 self.names[call_id] = name
+                self.arguments[call_id] = []
+            case ToolCallArgs(call_id, piece):
+                self.arguments.setdefault(call_id, []).append(piece)
             case ToolCallEnd(call_id):
-                self.line(f"  -> {self.names.get(call_id, '?')} [{call_id}] called")
+                arguments = _short("".join(self.arguments.pop(call_id, [])), 60)
+                self.line(f"  -> {self.names.get(call_id, '?')}({arguments})  [{call_id}]")
             case ToolCalled(call, result, is_error):
                 mark = "x" if is_error else "ok"
                 took = f"{update.duration * 1000:.1f} ms"
@@ -239,7 +244,8 @@ async def ask_at_terminal(request: ToolApprovalRequest) -> ToolApprovalResponse:
     def ask() -> str:
         try:
             return input(question)
-        except EOFError:
+        except EOFError:  # no terminal: no approval
+            print()
             return ""
 
     answer = (await trio.to_thread.run_sync(ask)).strip().lower()
