@@ -1,0 +1,24 @@
+"""The benchmark suite: trio_invoke's tool-calling loop beside the bare-Trio floor.
+
+Run it with ``python -m benchmarks`` (or ``nox -s bench``); ``python -m benchmarks --help`` lists
+the options. Every workload runs twice in the same process and the same run: through the library
+(``FunctionInvokingChatClient`` over a ``ScriptedChatClient``: no model latency, no-op async
+tools, public API only) and through the *floor*, a minimal hand-written Trio loop that does the
+same work without the library (see :mod:`benchmarks._floor`). The table gives both and their
+ratio; the JSON file keeps every sample for comparison over time.
+
+Workloads (``--only NAME``):
+
+* ``fan-out``: one round of N parallel calls, then a final answer; per-call cost
+  ``(t(N) - t(1)) / (N - 1)``.
+* ``rounds``: 50 consecutive rounds of one call each, then a final answer; per-round cost.
+* ``streaming``: one response of 10,000 text deltas of 5 characters, consumed with ``async for``.
+* ``concurrency``: 100 calls that each sleep 50 ms on the real clock; total wall time.
+* ``validation``: per-call argument parsing and validation, cached validator vs compiling per call.
+* ``memory``: peak traced memory (``tracemalloc``) of the 10,000-call fan-out.
+* ``eager``: latency saved by starting tools while the model still streams (only when the loop
+  takes ``eager_tools=True``; skipped otherwise).
+
+This is a package, not part of the test suite: it measures, it does not assert (a missed target
+is reported in the table, and the exit status stays 0).
+"""

@@ -1,0 +1,174 @@
+"""``python -m benchmarks``: run the suite, print the table, write the JSON."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from trio_invoke import ChatClient, FunctionInvokingChatClient
+
+from ._harness import Row, Settings, format_table, machine_info
+from ._workloads import (
+    TOOLS,
+    WORKLOADS,
+    Context,
+    fan_out_script,
+    rounds_script,
+    select,
+    streaming_script,
+)
+
+DEFAULT_JSON = Path(__file__).parent / "results" / "latest.json"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="trio_invoke's tool-calling loop beside the bare-Trio floor.",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: 3 samples, short samples, N up to 1,000",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"run only these workloads (repeat or comma-separate): {', '.join(WORKLOADS)}",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=DEFAULT_JSON,
+        metavar="PATH",
+        help="where to write the results (default: benchmarks/results/latest.json)",
+    )
+    parser.add_argument("--repeat", type=int, metavar="R", help="samples per side (default 9)")
+    parser.add_argument(
+        "--client",
+        metavar="MODULE:NAME",
+        help="measure this FunctionInvokingChatClient-compatible class instead (a module path "
+        "or a .py file, then the class name), e.g. to try a change on a copy of the loop",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead of measuring, profile the library side of fan-out (N=1,000), rounds and "
+        "streaming with pyinstrument (pip install pyinstrument); with --only, just those",
+    )
+    return parser
+
+
+def load_client(spec: str) -> Callable[..., ChatClient]:
+    """``package.module:Name`` or ``path/to/file.py:Name``."""
+    where, _, name = spec.rpartition(":")
+    if not where or not name:
+        raise SystemExit(f"--client takes MODULE:NAME, got {spec!r}")
+    if where.endswith(".py"):
+        path = Path(where).resolve()
+        module_name = f"_bench_client_{path.stem}"
+        loader = importlib.util.spec_from_file_location(module_name, path)
+        if loader is None or loader.loader is None:
+            raise SystemExit(f"cannot load {path}")
+        module = importlib.util.module_from_spec(loader)
+        sys.modules[module_name] = module
+        loader.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    client: Callable[..., ChatClient] = getattr(module, name)
+    return client
+
+
+def profile(ctx: Context, names: Sequence[str]) -> None:
+    try:
+        from pyinstrument import Profiler  # noqa: PLC0415 - optional, only for --profile
+    except ImportError:
+        raise SystemExit("--profile needs pyinstrument: pip install pyinstrument") from None
+    targets = {
+        "fan-out": ("fan-out, N=1,000", ctx.library(fan_out_script(1_000), TOOLS), 20),
+        "rounds": ("rounds, 50", ctx.library(rounds_script(50), TOOLS, max_rounds=51), 40),
+        "streaming": ("streaming, 10,000 deltas", ctx.library(streaming_script(10_000), TOOLS), 20),
+    }
+    for name in names:
+        if name not in targets:
+            continue
+        title, side, runs = targets[name]
+        prepared = [side() for _ in range(runs)]
+
+        async def main(prepared: Sequence[Callable[[], Any]] = prepared) -> None:
+            for run in prepared:
+                await run()
+
+        profiler = Profiler(interval=0.0002, async_mode="disabled")
+        with profiler:
+            trio.run(main)
+        print(f"==== {title}: {runs} runs, library side")
+        # The call tree, library frames folded; the scheduler's own time (trio's run loop) shows
+        # as "[self]" of this module's frame, since every task step starts there.
+        print(profiler.output_text(unicode=True, color=False, time="percent_of_total"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        names = select(args.only)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    if args.repeat is not None and args.repeat < 1:
+        raise SystemExit("--repeat takes a number >= 1")
+    repeat = args.repeat or (3 if args.quick else 9)
+    settings = Settings(repeat=repeat, min_sample=0.01 if args.quick else 0.05, quick=args.quick)
+    client_cls = load_client(args.client) if args.client else FunctionInvokingChatClient
+    ctx = Context(settings, client_cls)
+    if args.profile:
+        profile(ctx, names)
+        return 0
+    info = machine_info()
+    if args.client:
+        info["client"] = args.client
+    rows: list[Row] = []
+    skipped: list[str] = []
+    timings: dict[str, float] = {}
+    for name in names:
+        start = time.perf_counter()
+        outcome = WORKLOADS[name](ctx)
+        timings[name] = time.perf_counter() - start
+        rows += outcome.rows
+        skipped += outcome.skipped
+        print(f"  {name}: {timings[name]:.1f} s", file=sys.stderr)
+    print(format_table(rows, settings, info, skipped))
+    report = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command": " ".join(
+            ["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])]
+        ),
+        "machine": info,
+        "settings": {
+            "repeat": settings.repeat,
+            "min_sample": settings.min_sample,
+            "quick": settings.quick,
+        },
+        "seconds_per_workload": timings,
+        "rows": [row.to_json() for row in rows],
+        "skipped": skipped,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nresults written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

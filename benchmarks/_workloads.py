@@ -1,0 +1,485 @@
+"""The workloads: each runs through the library and through the floor, and returns table rows.
+
+The library side uses the public API only: a ``FunctionInvokingChatClient`` (or the class given
+with ``--client``) over a ``ScriptedChatClient``, with plain objects implementing the ``Tool``
+protocol (and ``@tool`` for the validation workload). Options the loop may or may not take are
+looked up in its signature, so the suite keeps working as the loop gains options.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import json
+import statistics
+import time
+import timeit
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal
+
+import attrs
+import fastjsonschema
+import trio
+
+from trio_invoke import (
+    AgentResponseUpdate,
+    ChatClient,
+    ChatMessage,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    ScriptedChatClient,
+    TextDelta,
+    Tool,
+    ToolCalled,
+    tool,
+    validate_against_schema,
+)
+from trio_invoke.testing import tool_call_updates
+
+from ._floor import floor_run
+from ._harness import Measured, Row, Settings, Side, measure_pair
+
+__all__ = ["WORKLOADS", "Context", "Outcome"]
+
+USER = (ChatMessage.user("go"),)
+Script = list[Any]  # one scripted response per model call, as ScriptedChatClient takes them
+
+
+# -- tools: plain objects implementing the Tool protocol ---------------------------------------
+
+
+class NoopTool:
+    """A no-op async tool: returns at once, without a checkpoint."""
+
+    name = "noop"
+    description = "Does nothing."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"i": {"type": "integer"}},
+        "required": ["i"],
+    }
+    requires_approval = False
+
+    async def execute(self, arguments: dict[str, Any]) -> Any:
+        return "ok"
+
+
+class SleepTool(NoopTool):
+    """Sleeps on the current clock, then answers."""
+
+    name = "sleep"
+    description = "Sleeps."
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    async def execute(self, arguments: dict[str, Any]) -> Any:
+        await trio.sleep(self.seconds)
+        return "ok"
+
+
+# -- scripts -----------------------------------------------------------------------------------
+
+
+def fan_out_script(calls: int, name: str = "noop") -> Script:
+    """One round of ``calls`` parallel calls, then a final answer."""
+    updates: list[AgentResponseUpdate] = []
+    for index in range(calls):
+        updates += tool_call_updates(f"call_{index}", name, f'{{"i": {index}}}')
+    return [[*updates, Finish(FinishReason.TOOL_CALLS)], "done"]
+
+
+def rounds_script(rounds: int) -> Script:
+    """``rounds`` rounds of one call each, then a final answer."""
+    script: Script = [
+        [*tool_call_updates(f"call_{r}", "noop", f'{{"i": {r}}}'), Finish(FinishReason.TOOL_CALLS)]
+        for r in range(rounds)
+    ]
+    return [*script, "done"]
+
+
+def streaming_script(deltas: int) -> Script:
+    """One response of ``deltas`` text deltas of 5 characters."""
+    return [[*(TextDelta("abcde") for _ in range(deltas)), Finish(FinishReason.STOP)]]
+
+
+# -- the two sides -----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Context:
+    """What every workload gets."""
+
+    settings: Settings
+    client_cls: Callable[..., ChatClient] = FunctionInvokingChatClient
+    """The loop to measure: ``FunctionInvokingChatClient`` or a compatible class (``--client``)."""
+
+    def accepts(self, option: str) -> bool:
+        """Whether the loop takes the keyword ``option``."""
+        try:
+            parameters = inspect.signature(self.client_cls).parameters
+        except (TypeError, ValueError):
+            return False
+        return option in parameters or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+        )
+
+    def library(self, script: Script, tools: Sequence[Tool], **options: Any) -> Side:
+        def setup() -> Callable[[], Any]:
+            client = self.client_cls(ScriptedChatClient(script), tools, **options)
+
+            async def run() -> None:
+                async with client.run(USER) as stream:
+                    async for _ in stream:
+                        pass
+
+            return run
+
+        return setup
+
+    @staticmethod
+    def floor(script: Script, tools: Sequence[Tool]) -> Side:
+        by_name = {t.name: t for t in tools}
+
+        def setup() -> Callable[[], Any]:
+            model = ScriptedChatClient(script)
+
+            async def run() -> None:
+                async with floor_run(model, USER, by_name) as stream:
+                    async for _ in stream:
+                        pass
+
+            return run
+
+        return setup
+
+    def check(self, script: Script, tools: Sequence[Tool], **options: Any) -> None:
+        """Both sides give the caller the same kinds and numbers of updates, with no errors:
+        otherwise the comparison would be of different work."""
+
+        async def collect(library: bool) -> list[AgentResponseUpdate]:
+            out: list[AgentResponseUpdate] = []
+            if library:
+                client = self.client_cls(ScriptedChatClient(script), tools, **options)
+                async with client.run(USER) as stream:
+                    out.extend([u async for u in stream])
+            else:
+                model = ScriptedChatClient(script)
+                async with floor_run(model, USER, {t.name: t for t in tools}) as stream:
+                    out.extend([u async for u in stream])
+            return out
+
+        library, floor = trio.run(collect, True), trio.run(collect, False)
+        errors = [u for u in library if isinstance(u, ToolCalled) and u.is_error]
+        if errors:
+            raise RuntimeError(f"the library side reported tool errors, e.g. {errors[0]!r}")
+        if not isinstance(library[-1], Finish) or library[-1].finish_reason != FinishReason.STOP:
+            raise RuntimeError(f"the library side ended with {library[-1]!r}, not Finish(STOP)")
+        kinds = Counter(type(u).__name__ for u in library)
+        floor_kinds = Counter(type(u).__name__ for u in floor)
+        if kinds != floor_kinds:
+            raise RuntimeError(f"library and floor differ: {dict(kinds)} vs {dict(floor_kinds)}")
+
+    def measure(self, script: Script, tools: Sequence[Tool], **options: Any) -> Measured:
+        self.check(script, tools, **options)
+
+        async def both() -> Measured:
+            library = self.library(script, tools, **options)
+            return await measure_pair(library, self.floor(script, tools), self.settings)
+
+        return trio.run(both)
+
+
+@attrs.frozen
+class Outcome:
+    rows: list[Row] = attrs.field(factory=list)
+    skipped: list[str] = attrs.field(factory=list)
+
+
+# -- the workloads -----------------------------------------------------------------------------
+
+TOOLS: tuple[Tool, ...] = (NoopTool(),)
+
+
+def fan_out(ctx: Context) -> Outcome:
+    sizes = [1, 10, 100, 1_000] + ([] if ctx.settings.quick else [10_000])
+    measured = {n: ctx.measure(fan_out_script(n), TOOLS) for n in sizes}
+    base = measured[1]
+    rows = [
+        Row("fan-out", "one run, N=1", base.library_median, base.floor_median, data=base),
+    ]
+    per_call: dict[int, tuple[float, float]] = {}
+    for n in sizes[1:]:
+        m = measured[n]
+        lib = (m.library_median - base.library_median) / (n - 1)
+        flo = (m.floor_median - base.floor_median) / (n - 1)
+        per_call[n] = (lib, flo)
+        rows.append(
+            Row(
+                "fan-out",
+                f"per call, N={n:,}",
+                lib,
+                flo,
+                target=1.5 if n >= 1_000 else None,
+                data=m,
+                extra={"n": n, "run_library": m.library_median, "run_floor": m.floor_median},
+            )
+        )
+    last = sizes[-1]
+    if last > 100:
+        (lib_lo, flo_lo), (lib_hi, flo_hi) = per_call[100], per_call[last]
+        rows.append(
+            Row(
+                "fan-out",
+                f"per-call growth, N=100 to {last:,}",
+                lib_hi - lib_lo,
+                flo_hi - flo_lo,
+                note=(
+                    f"flatness: per-call cost at N={last:,} minus per-call cost at N=100, each "
+                    "side (garbage collection and cache misses grow the floor's too); a term "
+                    "growing with N in the library would show here and in the per-call ratio "
+                    f"at N={last:,}"
+                ),
+            )
+        )
+    return Outcome(rows)
+
+
+def rounds(ctx: Context) -> Outcome:
+    count = 50
+    options = {"max_rounds": count + 1} if ctx.accepts("max_rounds") else {}
+    m = ctx.measure(rounds_script(count), TOOLS, **options)
+    return Outcome(
+        [
+            Row(
+                "rounds",
+                f"per round, {count} rounds of 1 call",
+                m.library_median / count,
+                m.floor_median / count,
+                target=1.5,
+                data=m,
+                note=f"one run of {count} tool rounds and a final answer, divided by {count}",
+            )
+        ]
+    )
+
+
+def streaming(ctx: Context) -> Outcome:
+    deltas = 10_000
+    m = ctx.measure(streaming_script(deltas), TOOLS)
+    return Outcome(
+        [
+            Row(
+                "streaming",
+                f"per delta, {deltas:,} deltas",
+                m.library_median / deltas,
+                m.floor_median / deltas,
+                target=1.0,
+                data=m,
+            )
+        ]
+    )
+
+
+def concurrency(ctx: Context) -> Outcome:
+    calls, seconds = 100, 0.05
+    tools = (SleepTool(seconds),)
+    m = ctx.measure(fan_out_script(calls, "sleep"), tools)
+    return Outcome(
+        [
+            Row(
+                "concurrency",
+                f"wall, {calls} calls x {seconds * 1e3:g} ms sleep",
+                m.library_median,
+                m.floor_median,
+                data=m,
+            )
+        ]
+    )
+
+
+@tool
+async def get_weather(
+    city: str, unit: Literal["c", "f"] = "c", days: int = 1, hourly: bool = False
+) -> str:
+    """The weather forecast for a city."""
+    return "sunny"
+
+
+def validation(ctx: Context) -> Outcome:
+    raw = '{"city": "Paris", "unit": "f", "days": 3, "hourly": true}'
+    schema = get_weather.parameters
+    cached = get_weather.validate  # compiled once, when the tool was built
+
+    def with_cached() -> None:
+        cached(json.loads(raw))
+
+    def with_lookup() -> None:
+        validate_against_schema(json.loads(raw), schema)
+
+    def compiling() -> None:
+        fastjsonschema.compile(schema)(json.loads(raw))
+
+    def parse_only() -> None:
+        json.loads(raw)
+
+    def per_call(func: Callable[[], None], min_time: float) -> tuple[float, ...]:
+        timer = timeit.Timer(func)
+        number, _ = timer.autorange()
+        number = max(1, int(number * min_time / 0.2))
+        return tuple(t / number for t in timer.repeat(ctx.settings.repeat, number))
+
+    min_time = ctx.settings.min_sample
+    samples = {
+        name: per_call(func, min_time)
+        for name, func in [
+            ("cached", with_cached),
+            ("lookup", with_lookup),
+            ("compile", compiling),
+            ("parse", parse_only),
+        ]
+    }
+    med = {name: statistics.median(values) for name, values in samples.items()}
+
+    def data(a: str, b: str) -> Measured:
+        return Measured(samples[a], samples[b], (0, 0))
+
+    return Outcome(
+        [
+            Row(
+                "validation",
+                "parse + cached validator",
+                med["cached"],
+                med["compile"],
+                data=data("cached", "compile"),
+                note="floor column: json.loads + fastjsonschema.compile(schema) on every call",
+            ),
+            Row(
+                "validation",
+                "parse + validate_against_schema",
+                med["lookup"],
+                med["compile"],
+                data=data("lookup", "compile"),
+                note="floor column: json.loads + fastjsonschema.compile(schema) on every call; "
+                "validate_against_schema finds the cached validator by the schema's canonical "
+                "JSON on every call",
+            ),
+            Row(
+                "validation",
+                "parse + cached validator",
+                med["cached"],
+                med["parse"],
+                data=data("cached", "parse"),
+                note="floor column: json.loads alone (what validation adds to parsing)",
+            ),
+        ]
+    )
+
+
+def memory(ctx: Context) -> Outcome:
+    calls = 1_000 if ctx.settings.quick else 10_000
+    script = fan_out_script(calls)
+
+    def peak(side: Side) -> int:
+        run = side()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            trio.run(run)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    library = peak(ctx.library(script, TOOLS))
+    floor = peak(ctx.floor(script, TOOLS))
+    return Outcome(
+        [
+            Row(
+                "memory",
+                f"peak traced, fan-out N={calls:,}",
+                float(library),
+                float(floor),
+                unit="B",
+                target=None if ctx.settings.quick else 100e6,
+                note="tracemalloc peak over one run (the script itself is built before tracing)",
+            )
+        ]
+    )
+
+
+def eager(ctx: Context) -> Outcome:
+    if not ctx.accepts("eager_tools"):
+        name = getattr(ctx.client_cls, "__name__", repr(ctx.client_cls))
+        return Outcome(
+            skipped=[f"eager: {name} takes no eager_tools option (nothing to compare yet)"]
+        )
+    calls, delay, seconds = 20, 0.005, 0.02
+    script = fan_out_script(calls, "sleep")
+    tools = (SleepTool(seconds),)
+
+    async def once(eager_tools: bool) -> tuple[float, float, float]:
+        """Seconds to the end, to the first ``ToolCalled`` and to a ``ToolCalled`` on average."""
+        client = ctx.client_cls(
+            ScriptedChatClient(script, delay=delay), tools, eager_tools=eager_tools
+        )
+        start = time.perf_counter()
+        results: list[float] = []
+        async with client.run(USER) as stream:
+            async for update in stream:
+                if isinstance(update, ToolCalled):
+                    results.append(time.perf_counter() - start)
+        if len(results) != calls:
+            raise RuntimeError(f"eager: expected {calls} results, got {len(results)}")
+        return time.perf_counter() - start, results[0], statistics.mean(results)
+
+    async def sample() -> dict[bool, list[tuple[float, float, float]]]:
+        out: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
+        await once(True)  # warm-up
+        for index in range(ctx.settings.repeat):
+            for flag in (True, False) if index % 2 == 0 else (False, True):
+                out[flag].append(await once(flag))
+        return out
+
+    results = trio.run(sample)
+
+    def med(flag: bool, which: int) -> float:
+        return statistics.median(r[which] for r in results[flag])
+
+    note = (
+        f"{calls} calls streamed with {delay * 1e3:g} ms before each update, tools sleeping "
+        f"{seconds * 1e3:g} ms, real clock; library: eager_tools=True, floor column: "
+        "eager_tools=False"
+    )
+    return Outcome(
+        [
+            Row("eager", "wall to the end", med(True, 0), med(False, 0), note=note),
+            Row("eager", "wall to the first ToolCalled", med(True, 1), med(False, 1)),
+            Row("eager", "wall to a ToolCalled, mean", med(True, 2), med(False, 2)),
+        ]
+    )
+
+
+WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
+    "fan-out": fan_out,
+    "rounds": rounds,
+    "streaming": streaming,
+    "concurrency": concurrency,
+    "validation": validation,
+    "memory": memory,
+    "eager": eager,
+}
+
+
+def select(names: Iterable[str]) -> list[str]:
+    """Workload names from ``--only`` values (comma-separated or repeated), in suite order."""
+    wanted = {n.strip() for name in names for n in name.split(",") if n.strip()}
+    unknown = wanted - WORKLOADS.keys()
+    if unknown:
+        raise ValueError(
+            f"unknown workload(s) {', '.join(sorted(unknown))}; choose from {', '.join(WORKLOADS)}"
+        )
+    return [name for name in WORKLOADS if name in wanted] if wanted else list(WORKLOADS)
