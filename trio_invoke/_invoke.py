@@ -8,7 +8,6 @@ other ``BaseException``\\ s) propagate; the loop answers a cancelled call itself
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -83,7 +82,9 @@ _TIMED_OUT: Any = object()
 
 async def _execute(tool: Tool, arguments: dict[str, Any], limit: float | None) -> Any:
     """``tool.execute(arguments)``, or ``_TIMED_OUT`` if it ran longer than ``limit`` seconds."""
-    with trio.move_on_after(math.inf if limit is None else limit):
+    if limit is None:  # no cancel scope to enter and leave on every call
+        return await tool.execute(arguments)
+    with trio.move_on_after(limit):
         return await tool.execute(arguments)
     return _TIMED_OUT
 

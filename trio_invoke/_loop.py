@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 import attrs
 import trio
@@ -82,6 +82,28 @@ def _merge_tools(static: Mapping[str, Entry], provider: Iterable[Tool]) -> dict[
     return merged
 
 
+def _offer(channel: trio.MemorySendChannel[Any], item: Any) -> bool:
+    """Put ``item`` in ``channel`` if it has room, without a schedule point; ``False`` if full.
+
+    ``await channel.send(x)`` yields to the scheduler even when the buffer has room: on a stream
+    of small updates that round trip is most of the cost. Callers offer first and ``await
+    send`` only when the channel is full, so backpressure is unchanged and a producer still
+    yields at least once per buffer-full. (Sync on purpose: the ``WouldBlock`` raised here does
+    not pin the caller's frame while it then waits in ``send``.)
+    """
+    try:
+        channel.send_nowait(item)
+    except trio.WouldBlock:
+        return False
+    return True
+
+
+async def _send(channel: trio.MemorySendChannel[Any], item: Any) -> None:
+    """``await channel.send(item)``, without the schedule point while there is room."""
+    if not _offer(channel, item):
+        await channel.send(item)
+
+
 def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """What a group from one of our own nurseries stands for: its one exception that is not
     ``Cancelled``, or its first ``Cancelled`` if that is all it holds, or the group itself when
@@ -128,12 +150,15 @@ class _Round:
     """Call-order position of the first call seen that needs approval (eager start stops there)."""
     stop: bool = False
     """A tool raised ``StopLoop``: the run ends after this round."""
+    reason: FinishReason | None = None
+    """The round's finish reason, once the model's response is over."""
+    messages_out: trio.MemorySendChannel[list[ChatMessage]] | None = None
+    """Where the round's messages go, held by whoever closes the round (see ``_close_round``)."""
     running: int = 0
     """Call tasks started and not yet finished."""
     closing: bool = False
-    """Every call of the round has been started (or the batch paused): wait for ``running``."""
-    all_done: trio.Event = attrs.field(factory=trio.Event)
-    """Set when ``closing`` and the last running call finishes."""
+    """Every call of the round has been started (or the batch paused): the last of the consumer
+    and the running calls to finish closes the round."""
     _positions: dict[str, int] | None = None
 
     def position(self, call_id: str) -> int:
@@ -244,13 +269,26 @@ class InvocationStream:
         return self
 
     async def __anext__(self) -> AgentResponseUpdate:
+        # What is buffered is handed over without a schedule point (the producer yields at least
+        # once per buffer-full), but every call stays a cancellation point: there is no public
+        # "cancel point without a yield", hence trio.lowlevel.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            return self._receive.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        except trio.EndOfChannel:
+            self._end()
         try:
             return await self._receive.receive()
         except trio.EndOfChannel:
-            error, self._run.error = self._run.error, None
-            if error is not None:
-                raise error from error.__cause__  # keep its cause, drop EndOfChannel
-            raise StopAsyncIteration from None
+            self._end()
+
+    def _end(self) -> NoReturn:
+        error, self._run.error = self._run.error, None
+        if error is not None:
+            raise error from error.__cause__  # keep its cause, drop EndOfChannel
+        raise StopAsyncIteration from None
 
     @property
     def messages(self) -> list[ChatMessage]:
@@ -414,7 +452,9 @@ class FunctionInvokingChatClient:
             provider_tools=(),
             cancel_scope=None,
         )
-        send, receive = trio.open_memory_channel[AgentResponseUpdate](EVENT_BUFFER)
+        send: trio.MemorySendChannel[AgentResponseUpdate]
+        receive: trio.MemoryReceiveChannel[AgentResponseUpdate]
+        send, receive = trio.open_memory_channel(EVENT_BUFFER)  # [T](n) costs a typing call
         run = _Run(list(messages), [], tools, inner_options, send, *self._limits(options))
         stream = InvocationStream(receive, run)
         try:
@@ -539,20 +579,38 @@ class FunctionInvokingChatClient:
 
     async def _round(self, run: _Run, round_: _Round) -> FinishReason:
         """One round; returns the consumer's finish reason (``TOOL_CALLS`` to go on)."""
-        events_send, events = trio.open_memory_channel[AgentResponseUpdate](EVENT_BUFFER)
-        messages_send, messages = trio.open_memory_channel[list[ChatMessage]](1)
+        events_send: trio.MemorySendChannel[AgentResponseUpdate]
+        events: trio.MemoryReceiveChannel[AgentResponseUpdate]
+        messages_send: trio.MemorySendChannel[list[ChatMessage]]
+        messages: trio.MemoryReceiveChannel[list[ChatMessage]]
+        events_send, events = trio.open_memory_channel(EVENT_BUFFER)
+        messages_send, messages = trio.open_memory_channel(1)
         round_.events = events
         run.current = round_
         finish: Finish | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._consume, run, round_, events_send, messages_send, nursery)
-            async for update in events:
+            # Forward what is buffered without a schedule point per update; wait (a checkpoint)
+            # only when ``events`` is empty or the caller's channel is full.
+            send = run.send
+            while True:
+                try:
+                    update: AgentResponseUpdate | None = events.receive_nowait()
+                except trio.WouldBlock:
+                    update = None
+                except trio.EndOfChannel:
+                    break
+                if update is None:
+                    try:
+                        update = await events.receive()
+                    except trio.EndOfChannel:
+                        break
                 if isinstance(update, Finish):
                     finish = update
-                    continue
-                round_.in_flight = update
-                await run.send.send(update)
-                round_.in_flight = None
+                elif not _offer(send, update):
+                    round_.in_flight = update
+                    await send.send(update)
+                    round_.in_flight = None
         assert finish is not None, "the consumer always ends a round with a Finish"
         run.commit(messages.receive_nowait())
         run.budget = max(0, run.budget - len(round_.results))
@@ -566,16 +624,32 @@ class FunctionInvokingChatClient:
         messages: trio.MemorySendChannel[list[ChatMessage]],
         nursery: trio.Nursery,
     ) -> None:
-        """The seed's spawned task: stream the model, run every call as a sibling task in the
-        round's ``nursery``, wait for them, then send the round's messages and its Finish."""
-        async with events, messages:
-            try:
-                reason = await self._answer(run, round_, events, nursery)
-            except Exception as exc:
+        """The seed's spawned task: stream the model and start every call as a sibling task in
+        the round's ``nursery``. Whoever finishes last -- this task or a call -- sends the
+        round's messages and its Finish (``_close_round``): no task waits for the calls."""
+        try:
+            reason = await self._answer(run, round_, events, nursery)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
                 run.error = exc  # the run's failure, before a nursery wraps it in a group
-                raise
-            await messages.send(round_.messages())
-            await events.send(Finish(reason))
+            events.close()
+            messages.close()
+            raise
+        round_.reason, round_.messages_out = reason, messages
+        if not round_.running:  # else the last call to finish closes the round
+            await self._close_round(round_, events)
+
+    @staticmethod
+    async def _close_round(
+        round_: _Round, events: trio.MemorySendChannel[AgentResponseUpdate]
+    ) -> None:
+        """Send the round's messages and its Finish, and close both channels: done by the
+        consumer, or by the last call to finish when calls outlive the response."""
+        assert round_.messages_out is not None
+        assert round_.reason is not None
+        with events, round_.messages_out:
+            round_.messages_out.send_nowait(round_.messages())  # capacity 1, sent once
+            await _send(events, Finish(round_.reason))
 
     async def _answer(
         self,
@@ -599,7 +673,7 @@ class FunctionInvokingChatClient:
                 reason = FinishReason.AWAITING_APPROVAL
                 for call in round_.calls:
                     if run.needs_approval(call.name):
-                        await events.send(ToolApprovalRequest(call))
+                        await _send(events, ToolApprovalRequest(call))
             else:
                 reason = FinishReason.TOOL_CALLS
         if reason is FinishReason.TOOL_CALLS and self.sequential:
@@ -611,8 +685,6 @@ class FunctionInvokingChatClient:
                 if call.id not in round_.started:
                     self._start(run, round_, call, events, nursery)
         round_.closing = True
-        if round_.running:
-            await round_.all_done.wait()
         return reason
 
     def _start(
@@ -654,7 +726,11 @@ class FunctionInvokingChatClient:
                         finish = update
                         run.add_usage(update.usage)
                         continue
-                    await events.send(update)
+                    # A cancellation point per update, as ``send`` is: the inner stream may
+                    # never yield (a scripted one does not).
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    if not _offer(events, update):
+                        await events.send(update)
                     ended = accumulator.add(update)  # after the send: the transcript holds
                     if eager:  # only what the caller was sent
                         self._start_eagerly(
@@ -714,8 +790,8 @@ class FunctionInvokingChatClient:
             await self._answer_call(run, round_, call, events)
         finally:
             round_.running -= 1
-            if round_.closing and not round_.running:
-                round_.all_done.set()
+        if round_.closing and not round_.running:
+            await self._close_round(round_, events)
 
     async def _answer_call(
         self,
@@ -732,5 +808,6 @@ class FunctionInvokingChatClient:
             called = await invoke(call, run.tools, run.limits, round_.decisions.get(call.id))
             round_.stop = round_.stop or isinstance(called.exception, StopLoop)
         round_.results[call.id] = called
-        await events.send(called)
+        if not _offer(events, called):
+            await events.send(called)
         round_.reported.add(call.id)

@@ -81,6 +81,10 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+"""One decoder for every call: ``json.loads`` with a keyword argument builds a new one."""
+
+
 def parse_arguments(raw: str) -> dict[str, Any]:
     """Parse the raw JSON text of a tool call's arguments.
 
@@ -101,7 +105,7 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     if not raw or raw.isspace():
         return {}
     try:
-        value = json.loads(raw, parse_constant=_reject_constant)
+        value = _DECODER.decode(raw)
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
         raise ArgumentsError([f"invalid JSON arguments: {exc}"]) from exc
     except RecursionError as exc:
@@ -281,6 +285,15 @@ class _Validator:
         self._seed = _SeedChecks(schema)
 
     def __call__(self, args: Any) -> None:
+        if isinstance(args, dict):
+            # For an object, fastjsonschema checks all that the seed's checks do: when it passes
+            # there is nothing to report; when it fails, the seed's messages come first below.
+            try:
+                self._full(args)
+            except fastjsonschema.JsonSchemaException:
+                pass
+            else:
+                return
         errors = self._seed.errors(args)
         if errors:
             raise ArgumentsError(errors)
