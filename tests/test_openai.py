@@ -434,6 +434,16 @@ async def test_request_carries_model_messages_tools_and_options(server: SSEServe
     }
 
 
+async def test_tool_messages_go_without_a_name(server: SSEServer) -> None:
+    server.add(Reply([OPENAI_TEXT]))
+    call = trio_invoke.ToolCall("c1", "get_weather", '{"city": "Paris"}')
+    messages = [*USER, ChatMessage.assistant("", [call]), ChatMessage.tool_result(call, "Sunny")]
+    await stream_updates(client_for(server), messages)
+    sent = server.requests[0].json["messages"]
+    assert sent[2] == {"role": "tool", "content": "Sunny", "tool_call_id": "c1"}
+    assert sent[1]["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
 async def test_no_key_no_authorization_and_optional_fields_left_out(server: SSEServer) -> None:
     server.add(Reply([OPENAI_TEXT]), Reply([OPENAI_TEXT]))
     await stream_updates(client_for(server))

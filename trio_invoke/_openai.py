@@ -42,7 +42,7 @@ from ._exceptions import (
     ModelResponseError,
     ModelTimeoutError,
 )
-from ._messages import ChatMessage, FinishReason, Usage
+from ._messages import ChatMessage, FinishReason, MessageRole, Usage
 from ._options import RunOptions
 from ._sse import ServerSentEvent, SSEParser
 from ._updates import (
@@ -433,6 +433,15 @@ def _timeout_error(
     )
 
 
+def _wire_message(message: ChatMessage) -> dict[str, Any]:
+    """``message.to_dict()`` as the chat-completions API defines it: a tool message carries no
+    ``name`` there, and some strict OpenAI-compatible servers reject one."""
+    data = message.to_dict()
+    if message.role is MessageRole.TOOL:
+        data.pop("name", None)
+    return data
+
+
 class OpenAIChatClient:
     """A :class:`ChatClient` for any OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -582,7 +591,7 @@ class OpenAIChatClient:
         options = options or RunOptions()
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [message.to_dict() for message in messages],
+            "messages": [_wire_message(message) for message in messages],
             "stream": True,
             "stream_options": {"include_usage": True},
         }
