@@ -29,9 +29,7 @@ from ._exceptions import TrioInvokeError as TrioInvokeError
 from ._function_tool import FunctionTool as FunctionTool
 from ._function_tool import tool as tool
 from ._invoke import StopLoop as StopLoop
-from ._loop import ChatResponse as ChatResponse
 from ._loop import FunctionInvokingChatClient as FunctionInvokingChatClient
-from ._loop import InvocationStream as InvocationStream
 from ._messages import ChatMessage as ChatMessage
 from ._messages import FinishReason as FinishReason
 from ._messages import MessageRole as MessageRole
@@ -41,6 +39,8 @@ from ._options import RunOptions as RunOptions
 from ._options import ToolApprovalResponse as ToolApprovalResponse
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedChatClient as ScriptedChatClient
+from ._stream import ChatResponse as ChatResponse
+from ._stream import InvocationStream as InvocationStream
 from ._tools import ApprovalRequiredTool as ApprovalRequiredTool
 from ._tools import Tool as Tool
 from ._tools import ToolDefinition as ToolDefinition

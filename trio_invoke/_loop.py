@@ -16,8 +16,10 @@ onto Trio's structured concurrency:
 
 The whole run lives in a nursery owned by the caller's ``async with``. Whatever ends the run --
 the end of the script, the caller's cancel scope, an exception, the caller leaving the block --
-:meth:`_Run.settle` closes the transcript synchronously: every tool call in ``.messages`` has
-exactly one tool message, and every tool message one ``ToolCalled``.
+:meth:`RunState.settle` (in ``_state``) closes the transcript synchronously: every tool call in
+``.messages`` has exactly one tool message, and every tool message one ``ToolCalled``. The
+module's own code is the state machine; the shared state lives in ``_state``, what the caller
+holds in ``_stream``, one call's execution in ``_invoke``.
 """
 
 from __future__ import annotations
@@ -25,9 +27,8 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal, NoReturn
+from typing import Literal
 
-import attrs
 import trio
 
 from ._accumulate import ToolCallAccumulator
@@ -35,41 +36,25 @@ from ._approval import match_approvals, pending_calls
 from ._client import ChatClient
 from ._exceptions import ChatClientError, ConfigurationError, StreamProtocolError, TrioInvokeError
 from ._invoke import Entry, Limits, StopLoop, invoke, not_run
-from ._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
+from ._messages import ChatMessage, FinishReason, MessageRole, ToolCall
 from ._options import RunOptions, ToolApprovalResponse
+from ._state import RoundState, RunState
+from ._stream import ChatResponse, InvocationStream
 from ._tools import Tool, ToolDefinition
 from ._updates import (
     AgentResponseUpdate,
     Error,
     Finish,
     ToolApprovalRequest,
-    ToolCalled,
     ToolCallStart,
 )
+from ._util import offer, reraise_single, send, single_exception
 
-__all__ = ["ChatResponse", "FunctionInvokingChatClient", "InvocationStream"]
+__all__ = ["FunctionInvokingChatClient"]
 
 EVENT_BUFFER = 256
 """Capacity of each round's event channel (the seed's ``mpsc::channel(256)``)."""
 CANCELLED = "cancelled"
-
-
-@attrs.frozen
-class ChatResponse:
-    """A whole run of the loop, collected by :meth:`FunctionInvokingChatClient.get_response`."""
-
-    messages: tuple[ChatMessage, ...]
-    """The messages the run added, ready to append to the conversation."""
-    text: str
-    """The text of the run's last assistant message (``""`` if there is none)."""
-    finish_reason: FinishReason | None
-    """Why the run ended; ``None`` when it was cancelled (then :attr:`error` says so)."""
-    usage: Usage | None
-    """Tokens used over all model calls; ``None`` when no call reported usage."""
-    approval_requests: tuple[ToolApprovalRequest, ...] = ()
-    """The calls waiting for approval when ``finish_reason`` is ``AWAITING_APPROVAL``."""
-    error: str | None = None
-    """The in-band error that ended the run, such as ``"cancelled"``."""
 
 
 def _merge_tools(static: Mapping[str, Entry], provider: Iterable[Tool]) -> dict[str, Entry]:
@@ -80,227 +65,6 @@ def _merge_tools(static: Mapping[str, Entry], provider: Iterable[Tool]) -> dict[
         if tool.name not in merged or tool.requires_approval:
             merged[tool.name] = Entry.of(tool)
     return merged
-
-
-def _offer(channel: trio.MemorySendChannel[Any], item: Any) -> bool:
-    """Put ``item`` in ``channel`` if it has room, without a schedule point; ``False`` if full.
-
-    ``await channel.send(x)`` yields to the scheduler even when the buffer has room: on a stream
-    of small updates that round trip is most of the cost. Callers offer first and ``await
-    send`` only when the channel is full, so backpressure is unchanged and a producer still
-    yields at least once per buffer-full. (Sync on purpose: the ``WouldBlock`` raised here does
-    not pin the caller's frame while it then waits in ``send``.)
-    """
-    try:
-        channel.send_nowait(item)
-    except trio.WouldBlock:
-        return False
-    return True
-
-
-async def _send(channel: trio.MemorySendChannel[Any], item: Any) -> None:
-    """``await channel.send(item)``, without the schedule point while there is room."""
-    if not _offer(channel, item):
-        await channel.send(item)
-
-
-def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """What a group from one of our own nurseries stands for: its one exception that is not
-    ``Cancelled``, or its first ``Cancelled`` if that is all it holds, or the group itself when
-    several exceptions really happened. One level only: a user's own group stays whole."""
-    others = [e for e in group.exceptions if not isinstance(e, trio.Cancelled)]
-    if len(others) == 1:
-        return others[0]
-    return group.exceptions[0] if not others else group
-
-
-def _reraise_single(group: BaseExceptionGroup[BaseException]) -> NoReturn:
-    """Re-raise :func:`_single_exception` of ``group`` bare, keeping its own context."""
-    exc = _single_exception(group)
-    context = exc.__context__
-    try:
-        raise exc
-    finally:
-        exc.__context__ = context
-        del exc, group
-
-
-@attrs.define(eq=False)
-class _Round:
-    """What one round (or one resume) has produced so far: the source of its messages."""
-
-    accumulator: ToolCallAccumulator | None
-    """The streamed response; ``None`` for a resume round, whose calls are already recorded."""
-    calls: list[ToolCall] = attrs.field(factory=list)
-    """The calls to answer, in call order, once known."""
-    decisions: Mapping[str, ToolApprovalResponse] = attrs.field(factory=dict)
-    """On resume: the user's answers, by call id."""
-    withheld: str | None = None
-    """Why this round's calls are not run (tools were withheld from the model), if they are not."""
-    results: dict[str, ToolCalled] = attrs.field(factory=dict)
-    """Call id -> its result, as calls finish."""
-    started: set[str] = attrs.field(factory=set)
-    """Ids of calls handed to a task (eagerly or at the end of the stream)."""
-    reported: set[str] = attrs.field(factory=set)
-    """Ids whose ``ToolCalled`` has gone into the event channel."""
-    events: trio.MemoryReceiveChannel[AgentResponseUpdate] | None = None
-    in_flight: AgentResponseUpdate | None = None
-    """An update taken from ``events`` and not yet handed to the caller."""
-    approval_at: float = math.inf
-    """Call-order position of the first call seen that needs approval (eager start stops there)."""
-    stop: bool = False
-    """A tool raised ``StopLoop``: the run ends after this round."""
-    reason: FinishReason | None = None
-    """The round's finish reason, once the model's response is over."""
-    messages_out: trio.MemorySendChannel[list[ChatMessage]] | None = None
-    """Where the round's messages go, held by whoever closes the round (see ``_close_round``)."""
-    running: int = 0
-    """Call tasks started and not yet finished."""
-    closing: bool = False
-    """Every call of the round has been started (or the batch paused): the last of the consumer
-    and the running calls to finish closes the round."""
-    _positions: dict[str, int] | None = None
-
-    def position(self, call_id: str) -> int:
-        """The call's place in call order."""
-        if self.accumulator is not None:
-            return self.accumulator.position(call_id)
-        if self._positions is None:
-            self._positions = {call.id: i for i, call in enumerate(self.calls)}
-        return self._positions[call_id]
-
-    @property
-    def all_failed(self) -> bool:
-        return bool(self.results) and all(r.is_error for r in self.results.values())
-
-    def messages(self) -> list[ChatMessage]:
-        """The round's messages: the assistant message (unless resuming), then one tool
-        message per answered call in call order. See ``_Run.settle`` for unanswered calls."""
-        out: list[ChatMessage] = []
-        if self.accumulator is not None:
-            text, calls = self.accumulator.text, self.calls
-            if text or calls:
-                out.append(ChatMessage(MessageRole.ASSISTANT, text, calls or None))
-        for call in self.calls:
-            called = self.results.get(call.id)
-            if called is not None:
-                out.append(ChatMessage.tool_result(call, called.result))
-        return out
-
-
-@attrs.define(eq=False)
-class _Run:
-    """The state of one run, shared by the loop side and the round's tasks."""
-
-    messages: list[ChatMessage]
-    """The conversation as the model sees it next round."""
-    added: list[ChatMessage]
-    """What this run added (``stream.messages``)."""
-    tools: dict[str, Entry]
-    inner_options: RunOptions
-    send: trio.MemorySendChannel[AgentResponseUpdate]
-    limits: Limits
-    budget: float
-    """Tool calls this run may still make (``math.inf``: no budget)."""
-    usage: Usage | None = None
-    current: _Round | None = None
-    error: BaseException | None = None
-    """What ended the run with an exception, for the stream to raise."""
-
-    def add_usage(self, usage: Usage | None) -> None:
-        if usage is not None:
-            self.usage = usage if self.usage is None else self.usage + usage
-
-    def needs_approval(self, name: str) -> bool:
-        entry = self.tools.get(name)
-        return entry is not None and entry.tool.requires_approval
-
-    def commit(self, messages: list[ChatMessage]) -> None:
-        """Append a finished round's messages; the round is over."""
-        self.messages.extend(messages)
-        self.added.extend(messages)
-        self.current = None
-
-    def settle(self, not_started: str, started: str) -> list[AgentResponseUpdate]:
-        """Close the current round synchronously; return the updates still owed to the caller.
-
-        Calls that ended get a result: ``started`` for those that were running, ``not_started``
-        for those that never ran; calls whose ``ToolCallEnd`` never arrived are dropped; the
-        text so far is kept.
-        """
-        round_ = self.current
-        if round_ is None:
-            return []
-        owed: list[AgentResponseUpdate] = []
-        if round_.in_flight is not None:
-            owed.append(round_.in_flight)
-        if round_.events is not None:
-            while True:
-                try:
-                    owed.append(round_.events.receive_nowait())
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-        owed = [u for u in owed if not isinstance(u, Finish)]
-        if round_.accumulator is not None and not round_.calls:
-            round_.calls = round_.accumulator.completed()
-        for call in round_.calls:
-            if call.id not in round_.results:
-                reason = started if call.id in round_.started else not_started
-                round_.results[call.id] = ToolCalled(call, f"Error: {reason}", is_error=True)
-            if call.id not in round_.reported:
-                owed.append(round_.results[call.id])
-                round_.reported.add(call.id)
-        self.commit(round_.messages())
-        return owed
-
-
-@attrs.define(eq=False)
-class InvocationStream:
-    """The stream of one run of :class:`FunctionInvokingChatClient`: iterate it for updates.
-
-    Once exhausted, :attr:`messages` holds exactly what the run added to the conversation. If the
-    inner chat client failed, iterating raises that failure after the updates produced before it.
-    """
-
-    _receive: trio.MemoryReceiveChannel[AgentResponseUpdate]
-    _run: _Run
-
-    def __aiter__(self) -> InvocationStream:
-        return self
-
-    async def __anext__(self) -> AgentResponseUpdate:
-        # What is buffered is handed over without a schedule point (the producer yields at least
-        # once per buffer-full), but every call stays a cancellation point: there is no public
-        # "cancel point without a yield", hence trio.lowlevel.
-        await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            return self._receive.receive_nowait()
-        except trio.WouldBlock:
-            pass
-        except trio.EndOfChannel:
-            self._end()
-        try:
-            return await self._receive.receive()
-        except trio.EndOfChannel:
-            self._end()
-
-    def _end(self) -> NoReturn:
-        error, self._run.error = self._run.error, None
-        if error is not None:
-            raise error from error.__cause__  # keep its cause, drop EndOfChannel
-        raise StopAsyncIteration from None
-
-    @property
-    def messages(self) -> list[ChatMessage]:
-        """The messages this run added: assistant messages with their tool calls, the tool
-        results (one per call, in call order) and the final assistant text. Complete once the
-        stream is exhausted or the run ended; always a valid transcript then."""
-        return list(self._run.added)
-
-    @property
-    def usage(self) -> Usage | None:
-        """Tokens used so far, summed over the run's model calls; ``None`` if none reported."""
-        return self._run.usage
 
 
 def _check(name: str, value: float | None, minimum: int, *, integer: bool = True) -> None:
@@ -455,7 +219,7 @@ class FunctionInvokingChatClient:
         send: trio.MemorySendChannel[AgentResponseUpdate]
         receive: trio.MemoryReceiveChannel[AgentResponseUpdate]
         send, receive = trio.open_memory_channel(EVENT_BUFFER)  # [T](n) costs a typing call
-        run = _Run(list(messages), [], tools, inner_options, send, *self._limits(options))
+        run = RunState(list(messages), [], tools, inner_options, send, *self._limits(options))
         stream = InvocationStream(receive, run)
         try:
             async with trio.open_nursery() as nursery:
@@ -463,7 +227,7 @@ class FunctionInvokingChatClient:
                 yield stream
                 nursery.cancel_scope.cancel()  # left early: stop whatever still runs
         except BaseExceptionGroup as group:
-            _reraise_single(group)
+            reraise_single(group)
 
     def _limits(self, options: RunOptions) -> tuple[Limits, float]:
         limiter = self.max_concurrency
@@ -515,7 +279,7 @@ class FunctionInvokingChatClient:
 
     async def _drive(
         self,
-        run: _Run,
+        run: RunState,
         cancel_scope: trio.CancelScope | None,
         pending: list[ToolCall],
         decisions: dict[str, ToolApprovalResponse],
@@ -541,11 +305,11 @@ class FunctionInvokingChatClient:
     # -- Looping -------------------------------------------------------------------------------
 
     async def _loop(
-        self, run: _Run, pending: list[ToolCall], decisions: dict[str, ToolApprovalResponse]
+        self, run: RunState, pending: list[ToolCall], decisions: dict[str, ToolApprovalResponse]
     ) -> None:
         round_no, failed_streak = 0, 0
         if pending:  # resume: run (or reject) the calls the conversation ends with, then round + 1
-            resume = _Round(None, calls=pending, decisions=decisions)
+            resume = RoundState(None, calls=pending, decisions=decisions)
             await self._round(run, resume)
             if resume.stop:
                 await run.send.send(Finish(FinishReason.STOP, run.usage))
@@ -564,7 +328,7 @@ class FunctionInvokingChatClient:
                     f"tools are disabled after {failed_streak} rounds in a row in which every "
                     "call failed"
                 )
-            round_ = _Round(ToolCallAccumulator(), withheld=withheld)
+            round_ = RoundState(ToolCallAccumulator(), withheld=withheld)
             reason = await self._round(run, round_)
             if reason is FinishReason.TOOL_CALLS and withheld is None and not round_.stop:
                 round_no += 1
@@ -577,7 +341,7 @@ class FunctionInvokingChatClient:
 
     # -- Streaming -----------------------------------------------------------------------------
 
-    async def _round(self, run: _Run, round_: _Round) -> FinishReason:
+    async def _round(self, run: RunState, round_: RoundState) -> FinishReason:
         """One round; returns the consumer's finish reason (``TOOL_CALLS`` to go on)."""
         events_send: trio.MemorySendChannel[AgentResponseUpdate]
         events: trio.MemoryReceiveChannel[AgentResponseUpdate]
@@ -607,7 +371,7 @@ class FunctionInvokingChatClient:
                         break
                 if isinstance(update, Finish):
                     finish = update
-                elif not _offer(send, update):
+                elif not offer(send, update):
                     round_.in_flight = update
                     await send.send(update)
                     round_.in_flight = None
@@ -618,8 +382,8 @@ class FunctionInvokingChatClient:
 
     async def _consume(
         self,
-        run: _Run,
-        round_: _Round,
+        run: RunState,
+        round_: RoundState,
         events: trio.MemorySendChannel[AgentResponseUpdate],
         messages: trio.MemorySendChannel[list[ChatMessage]],
         nursery: trio.Nursery,
@@ -641,7 +405,7 @@ class FunctionInvokingChatClient:
 
     @staticmethod
     async def _close_round(
-        round_: _Round, events: trio.MemorySendChannel[AgentResponseUpdate]
+        round_: RoundState, events: trio.MemorySendChannel[AgentResponseUpdate]
     ) -> None:
         """Send the round's messages and its Finish, and close both channels: done by the
         consumer, or by the last call to finish when calls outlive the response."""
@@ -649,12 +413,12 @@ class FunctionInvokingChatClient:
         assert round_.reason is not None
         with events, round_.messages_out:
             round_.messages_out.send_nowait(round_.messages())  # capacity 1, sent once
-            await _send(events, Finish(round_.reason))
+            await send(events, Finish(round_.reason))
 
     async def _answer(
         self,
-        run: _Run,
-        round_: _Round,
+        run: RunState,
+        round_: RoundState,
         events: trio.MemorySendChannel[AgentResponseUpdate],
         nursery: trio.Nursery,
     ) -> FinishReason:
@@ -673,7 +437,7 @@ class FunctionInvokingChatClient:
                 reason = FinishReason.AWAITING_APPROVAL
                 for call in round_.calls:
                     if run.needs_approval(call.name):
-                        await _send(events, ToolApprovalRequest(call))
+                        await send(events, ToolApprovalRequest(call))
             else:
                 reason = FinishReason.TOOL_CALLS
         if reason is FinishReason.TOOL_CALLS and self.sequential:
@@ -689,8 +453,8 @@ class FunctionInvokingChatClient:
 
     def _start(
         self,
-        run: _Run,
-        round_: _Round,
+        run: RunState,
+        round_: RoundState,
         call: ToolCall,
         events: trio.MemorySendChannel[AgentResponseUpdate],
         nursery: trio.Nursery,
@@ -701,8 +465,8 @@ class FunctionInvokingChatClient:
 
     async def _stream_model(
         self,
-        run: _Run,
-        round_: _Round,
+        run: RunState,
+        round_: RoundState,
         events: trio.MemorySendChannel[AgentResponseUpdate],
         nursery: trio.Nursery,
     ) -> FinishReason:
@@ -729,7 +493,7 @@ class FunctionInvokingChatClient:
                     # A cancellation point per update, as ``send`` is: the inner stream may
                     # never yield (a scripted one does not).
                     await trio.lowlevel.checkpoint_if_cancelled()
-                    if not _offer(events, update):
+                    if not offer(events, update):
                         await events.send(update)
                     ended = accumulator.add(update)  # after the send: the transcript holds
                     if eager:  # only what the caller was sent
@@ -739,7 +503,7 @@ class FunctionInvokingChatClient:
         except TrioInvokeError:
             raise
         except Exception as exc:
-            cause = _single_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            cause = single_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(cause, TrioInvokeError):
                 raise cause from None
             raise ChatClientError(
@@ -759,8 +523,8 @@ class FunctionInvokingChatClient:
 
     def _start_eagerly(
         self,
-        run: _Run,
-        round_: _Round,
+        run: RunState,
+        round_: RoundState,
         update: AgentResponseUpdate,
         ended: ToolCall | None,
         *,
@@ -779,8 +543,8 @@ class FunctionInvokingChatClient:
 
     async def _call(
         self,
-        run: _Run,
-        round_: _Round,
+        run: RunState,
+        round_: RoundState,
         call: ToolCall,
         events: trio.MemorySendChannel[AgentResponseUpdate],
     ) -> None:
@@ -795,8 +559,8 @@ class FunctionInvokingChatClient:
 
     async def _answer_call(
         self,
-        run: _Run,
-        round_: _Round,
+        run: RunState,
+        round_: RoundState,
         call: ToolCall,
         events: trio.MemorySendChannel[AgentResponseUpdate],
     ) -> None:
@@ -808,6 +572,6 @@ class FunctionInvokingChatClient:
             called = await invoke(call, run.tools, run.limits, round_.decisions.get(call.id))
             round_.stop = round_.stop or isinstance(called.exception, StopLoop)
         round_.results[call.id] = called
-        if not _offer(events, called):
+        if not offer(events, called):
             await events.send(called)
         round_.reported.add(call.id)

@@ -1,0 +1,81 @@
+"""What a run of the loop gives its caller: the stream of updates, or the whole response."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+import attrs
+import trio
+
+from ._messages import ChatMessage, FinishReason, Usage
+from ._state import RunState
+from ._updates import AgentResponseUpdate, ToolApprovalRequest
+
+__all__ = ["ChatResponse", "InvocationStream"]
+
+
+@attrs.frozen
+class ChatResponse:
+    """A whole run of the loop, collected by :meth:`FunctionInvokingChatClient.get_response`."""
+
+    messages: tuple[ChatMessage, ...]
+    """The messages the run added, ready to append to the conversation."""
+    text: str
+    """The text of the run's last assistant message (``""`` if there is none)."""
+    finish_reason: FinishReason | None
+    """Why the run ended; ``None`` when it was cancelled (then :attr:`error` says so)."""
+    usage: Usage | None
+    """Tokens used over all model calls; ``None`` when no call reported usage."""
+    approval_requests: tuple[ToolApprovalRequest, ...] = ()
+    """The calls waiting for approval when ``finish_reason`` is ``AWAITING_APPROVAL``."""
+    error: str | None = None
+    """The in-band error that ended the run, such as ``"cancelled"``."""
+
+
+@attrs.define(eq=False)
+class InvocationStream:
+    """The stream of one run of :class:`FunctionInvokingChatClient`: iterate it for updates.
+
+    Once exhausted, :attr:`messages` holds exactly what the run added to the conversation. If the
+    inner chat client failed, iterating raises that failure after the updates produced before it.
+    """
+
+    _receive: trio.MemoryReceiveChannel[AgentResponseUpdate]
+    _run: RunState
+
+    def __aiter__(self) -> InvocationStream:
+        return self
+
+    async def __anext__(self) -> AgentResponseUpdate:
+        # What is buffered is handed over without a schedule point (the producer yields at least
+        # once per buffer-full), but every call stays a cancellation point: there is no public
+        # "cancel point without a yield", hence trio.lowlevel.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            return self._receive.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        except trio.EndOfChannel:
+            self._end()
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            self._end()
+
+    def _end(self) -> NoReturn:
+        error, self._run.error = self._run.error, None
+        if error is not None:
+            raise error from error.__cause__  # keep its cause, drop EndOfChannel
+        raise StopAsyncIteration from None
+
+    @property
+    def messages(self) -> list[ChatMessage]:
+        """The messages this run added: assistant messages with their tool calls, the tool
+        results (one per call, in call order) and the final assistant text. Complete once the
+        stream is exhausted or the run ended; always a valid transcript then."""
+        return list(self._run.added)
+
+    @property
+    def usage(self) -> Usage | None:
+        """Tokens used so far, summed over the run's model calls; ``None`` if none reported."""
+        return self._run.usage
