@@ -561,6 +561,10 @@ class OpenAIChatClient:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        """Close the connection pool (see :meth:`aclose`).
+
+        Cancellation: the connections are closed all the same.
+        """
         await self.aclose()
 
     async def aclose(self) -> None:

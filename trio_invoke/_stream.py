@@ -47,6 +47,15 @@ class InvocationStream:
         return self
 
     async def __anext__(self) -> AgentResponseUpdate:
+        """The next update.
+
+        Raises:
+            StopAsyncIteration: the run is over.
+            TrioInvokeError: the run failed (the inner chat client's failure, once).
+
+        Cancellation: nothing is lost: an update is taken from the run only when it is returned,
+        and the run goes on until the ``async with`` ends or its cancel scope is cancelled.
+        """
         # What is buffered is handed over without a schedule point (the producer yields at least
         # once per buffer-full), but every call stays a cancellation point: there is no public
         # "cancel point without a yield", hence trio.lowlevel.

@@ -112,5 +112,8 @@ class ApprovalRequiredTool:
         return timeout
 
     async def execute(self, arguments: dict[str, Any]) -> Any:
-        """Run the wrapped tool (see :meth:`Tool.execute`)."""
+        """Run the wrapped tool (see :meth:`Tool.execute`).
+
+        Cancellation: as the wrapped tool's; the loop answers the call with a "cancelled" result.
+        """
         return await self.tool.execute(arguments)

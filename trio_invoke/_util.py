@@ -27,7 +27,10 @@ def offer(channel: trio.MemorySendChannel[Any], item: Any) -> bool:
 
 
 async def send(channel: trio.MemorySendChannel[Any], item: Any) -> None:
-    """``await channel.send(item)``, without the schedule point while there is room."""
+    """``await channel.send(item)``, without the schedule point while there is room.
+
+    Cancellation: the item was sent, or (when cancelled while waiting for room) it was not.
+    """
     if not offer(channel, item):
         await channel.send(item)
 
