@@ -9,10 +9,10 @@ from typing import TypeAlias
 
 import attrs
 
-from ._messages import ChatMessage, FinishReason
+from ._messages import ChatMessage
 from ._options import RunOptions
-from ._scripted import ScriptedCall, _Replay
-from ._updates import AgentResponseUpdate, Finish, TextDelta
+from ._scripted import ScriptedCall, _Replay, text_response
+from ._updates import AgentResponseUpdate
 
 __all__ = ["ChatFunction", "FunctionChatClient", "FunctionResponse"]
 
@@ -87,7 +87,7 @@ class FunctionChatClient:
 
 def _updates_of(response: object) -> Iterable[AgentResponseUpdate | BaseException]:
     if isinstance(response, str):
-        return (TextDelta(response), Finish(FinishReason.STOP))
+        return text_response(response)
     if isinstance(response, Iterable):
         return response
     raise TypeError(

@@ -442,7 +442,7 @@ class FunctionInvokingChatClient:
                 reason = FinishReason.TOOL_CALLS
         if reason is FinishReason.TOOL_CALLS and self.sequential:
             for call in round_.calls:
-                round_.running += 1
+                self._claim(round_, call)
                 await self._call(run, round_, call, events)
         elif reason is FinishReason.TOOL_CALLS:
             for call in round_.calls:
@@ -459,9 +459,14 @@ class FunctionInvokingChatClient:
         events: trio.MemorySendChannel[AgentResponseUpdate],
         nursery: trio.Nursery,
     ) -> None:
+        self._claim(round_, call)
+        nursery.start_soon(self._call, run, round_, call, events)
+
+    @staticmethod
+    def _claim(round_: RoundState, call: ToolCall) -> None:
+        """``call`` is handed to a task now: it is not started again, and the round waits for it."""
         round_.started.add(call.id)
         round_.running += 1
-        nursery.start_soon(self._call, run, round_, call, events)
 
     async def _stream_model(
         self,
@@ -548,8 +553,8 @@ class FunctionInvokingChatClient:
         call: ToolCall,
         events: trio.MemorySendChannel[AgentResponseUpdate],
     ) -> None:
-        """Give ``call`` its one result (see ``_invoke.invoke``) and report it."""
-        round_.started.add(call.id)
+        """Give ``call`` its one result (see ``_invoke.invoke``) and report it; the last call
+        to finish after the response closes the round."""
         try:
             await self._answer_call(run, round_, call, events)
         finally:

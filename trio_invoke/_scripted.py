@@ -32,9 +32,14 @@ class ScriptedCall:
     """The options of that call (``options.tools`` says which tools the model was offered)."""
 
 
+def text_response(text: str) -> tuple[AgentResponseUpdate, ...]:
+    """A plain text answer: ``(TextDelta(text), Finish(STOP))``."""
+    return (TextDelta(text), Finish(FinishReason.STOP))
+
+
 def _normalise(response: ScriptedResponse) -> tuple[AgentResponseUpdate | BaseException, ...]:
     if isinstance(response, str):
-        return (TextDelta(response), Finish(FinishReason.STOP))
+        return text_response(response)
     return tuple(response)
 
 
