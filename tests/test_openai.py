@@ -41,8 +41,9 @@ from trio_invoke import (
     Usage,
     tool,
 )
-from trio_invoke._openai import _ChunkDecoder, _retry_after
 from trio_invoke._updates import AgentResponseUpdate
+from trio_invoke.providers.openai._client import _retry_after
+from trio_invoke.providers.openai._decode import ChunkDecoder
 from trio_invoke.testing import assert_transcript_valid
 
 USER = [ChatMessage.user("What's the weather in Paris?")]
@@ -821,7 +822,7 @@ async def test_an_outer_deadline_stops_a_stalled_request(
 
 
 def decode(*chunks: dict[str, Any] | str) -> list[AgentResponseUpdate]:
-    decoder = _ChunkDecoder()
+    decoder = ChunkDecoder()
     updates: list[AgentResponseUpdate] = []
     for chunk in chunks:
         updates += decoder.feed(chunk if isinstance(chunk, str) else json.dumps(chunk))
@@ -919,7 +920,7 @@ def test_a_call_without_a_name_is_an_error() -> None:
 
 
 def test_arguments_after_the_call_ended_are_an_error() -> None:
-    decoder = _ChunkDecoder()
+    decoder = ChunkDecoder()
     decoder.feed(json.dumps(openai_chunk({"tool_calls": [call_start(0, "c", "f", "{")]})))
     decoder.feed(json.dumps(openai_chunk({}, "tool_calls")))
     assert decoder.feed(json.dumps(openai_chunk({"tool_calls": [{"index": 0}]}))) == []
@@ -944,7 +945,7 @@ def test_refusal_text_other_choices_and_odd_chunks() -> None:
 
 def test_import_without_httpx_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "httpx", None)  # import httpx -> ImportError
-    monkeypatch.delitem(sys.modules, "trio_invoke._openai")
+    monkeypatch.delitem(sys.modules, "trio_invoke.providers.openai._client")
     monkeypatch.delattr(trio_invoke, "OpenAIChatClient", raising=False)
     with pytest.raises(ImportError, match=r'pip install "trio_invoke\[openai\]"'):
         from trio_invoke import OpenAIChatClient  # noqa: F401

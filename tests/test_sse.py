@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_invoke._sse import ServerSentEvent, SSEParser
+from trio_invoke.providers._sse import ServerSentEvent, SSEParser
 
 
 def parse(*pieces: bytes) -> list[ServerSentEvent]:

@@ -129,7 +129,7 @@ def test_strategies_are_imported_on_first_use() -> None:
 
 def test_a_strategy_without_hypothesis_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "hypothesis", None)  # import hypothesis -> ImportError
-    monkeypatch.delitem(sys.modules, "trio_invoke._strategies", raising=False)
+    monkeypatch.delitem(sys.modules, "trio_invoke.testing._strategies", raising=False)
     monkeypatch.delattr(trio_invoke.testing, "tool_arguments", raising=False)
     with pytest.raises(ImportError, match=r'tool_arguments needs .* "trio_invoke\[testing\]"$'):
         from trio_invoke.testing import tool_arguments  # noqa: F401

@@ -56,7 +56,7 @@ from ._updates import ToolCallStart as ToolCallStart
 from ._validate import validate_against_schema as validate_against_schema
 
 if _TYPE_CHECKING:
-    from ._openai import OpenAIChatClient as OpenAIChatClient
+    from .providers.openai._client import OpenAIChatClient as OpenAIChatClient
 
 __all__ = [
     "AccumulatedToolCall",
@@ -106,14 +106,15 @@ __all__ = [
 ]
 
 
-_LAZY = {"OpenAIChatClient": "._openai"}
+_LAZY = {"OpenAIChatClient": ".providers.openai._client"}
 """Public names whose module needs an extra: imported on first access. They stay out of
 ``__all__`` so that ``from trio_invoke import *`` works without the extra."""
 
 
 def _fixup_module_metadata(obj: _Any) -> None:
     # Public objects report `trio_invoke.X`, so reprs and tracebacks show the public path.
-    if getattr(obj, "__module__", "").startswith("trio_invoke._"):
+    module = getattr(obj, "__module__", "")
+    if module.startswith(__name__ + ".") and any(p.startswith("_") for p in module.split(".")):
         with _contextlib.suppress(AttributeError, TypeError):  # a type alias: leave it
             obj.__module__ = __name__
 

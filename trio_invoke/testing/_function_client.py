@@ -9,10 +9,10 @@ from typing import TypeAlias
 
 import attrs
 
-from ._messages import ChatMessage
-from ._options import RunOptions
-from ._scripted import ScriptedCall, _Replay, text_response
-from ._updates import AgentResponseUpdate
+from .._messages import ChatMessage
+from .._options import RunOptions
+from .._scripted import ScriptedCall, _Replay, text_response
+from .._updates import AgentResponseUpdate
 
 __all__ = ["ChatFunction", "FunctionChatClient", "FunctionResponse"]
 

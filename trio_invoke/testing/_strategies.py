@@ -15,8 +15,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ._messages import FinishReason, ToolCall, Usage
-from ._updates import (
+from .._messages import FinishReason, ToolCall, Usage
+from .._updates import (
     AgentResponseUpdate,
     Finish,
     TextDelta,

@@ -1,0 +1,47 @@
+"""Building model responses for scripts and function models: the streamed form of tool calls."""
+
+from __future__ import annotations
+
+from .._messages import FinishReason, ToolCall, Usage
+from .._updates import AgentResponseUpdate, Finish, ToolCallArgs, ToolCallEnd, ToolCallStart
+
+__all__ = ["tool_call_updates", "tool_calls_response"]
+
+
+def tool_call_updates(
+    call_id: str, name: str, arguments: str, *, pieces: int = 1
+) -> list[AgentResponseUpdate]:
+    """The updates a model streams for one call: start, ``arguments`` in ``pieces``, end.
+
+    Args:
+        call_id: The call's id, unique within the response.
+        name: The tool the call is for.
+        arguments: The call's JSON arguments, as text (``""`` means no arguments).
+        pieces: How many ``ToolCallArgs`` to cut ``arguments`` into (fewer if it is short).
+
+    Returns:
+        ``[ToolCallStart, ToolCallArgs..., ToolCallEnd]``; no ``Finish``. For every chunking and
+        interleaving of several calls, draw from :func:`tool_call_streams`.
+    """
+    size = max(1, -(-len(arguments) // max(1, pieces)))
+    chunks = [arguments[i : i + size] for i in range(0, len(arguments), size)]
+    return [
+        ToolCallStart(call_id, name),
+        *(ToolCallArgs(call_id, chunk) for chunk in chunks),
+        ToolCallEnd(call_id),
+    ]
+
+
+def tool_calls_response(*calls: ToolCall, usage: Usage | None = None) -> list[AgentResponseUpdate]:
+    """A whole model response that calls ``calls``: each one's :func:`tool_call_updates`, in
+    order, then ``Finish(FinishReason.TOOL_CALLS, usage)``.
+
+    For a :class:`ScriptedChatClient` script or a :class:`FunctionChatClient` function::
+
+        tool_calls_response(ToolCall("c1", "search", '{"query": "trio"}'))
+    """
+    updates: list[AgentResponseUpdate] = []
+    for call in calls:
+        updates += tool_call_updates(call.id, call.name, call.arguments)
+    updates.append(Finish(FinishReason.TOOL_CALLS, usage))
+    return updates

@@ -1,0 +1,105 @@
+"""Running a chat client to its end, and the invariant every transcript must keep."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from .._client import ChatClient
+from .._messages import ChatMessage, MessageRole
+from .._options import RunOptions
+from .._updates import AgentResponseUpdate
+
+__all__ = ["RunResult", "assert_transcript_valid", "run_to_completion"]
+
+
+@attrs.frozen
+class RunResult:
+    """What :func:`run_to_completion` saw."""
+
+    updates: tuple[AgentResponseUpdate, ...]
+    """Every update, in the order the stream gave them."""
+    messages: tuple[ChatMessage, ...]
+    """The stream's ``.messages`` (the loop's), or ``()`` for a client without them."""
+
+
+async def run_to_completion(
+    client: ChatClient, messages: Sequence[ChatMessage], options: RunOptions | None = None
+) -> RunResult:
+    """Run ``client`` on ``messages`` until its stream ends; return what it produced.
+
+    Raises whatever the stream raises. Cancellation: the updates seen so far are lost; use
+    ``options.cancel_scope`` to cancel a loop run and still get its result.
+    """
+    updates: list[AgentResponseUpdate] = []
+    async with client.run(messages, options) as stream:
+        async for update in stream:
+            updates.append(update)
+    added = getattr(stream, "messages", ())
+    return RunResult(tuple(updates), tuple(added))
+
+
+def assert_transcript_valid(
+    messages: Sequence[ChatMessage], *, allow_pending_approval: bool = False
+) -> None:
+    """Assert that every assistant tool call is answered by exactly one tool message, in call
+    order, right after the assistant message, and that no tool message answers nothing.
+
+    This is what a provider checks before it accepts a conversation (an unanswered call is an
+    HTTP 400 at OpenAI).
+
+    Args:
+        messages: The conversation, or what a run added to it.
+        allow_pending_approval: Accept a conversation paused for approval (a run that ended with
+            ``Finish(AWAITING_APPROVAL)``): the calls of the last assistant message may then be
+            left without a tool message, as long as only tool messages follow it. Those of its
+            calls that are answered (with ``eager_tools``, calls may have run before the pause)
+            must still be answered once each, in call order.
+
+    Raises:
+        AssertionError: naming the message index and the call id that breaks the rule.
+    """
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        if message.role is MessageRole.TOOL:
+            raise AssertionError(
+                f"message {index} is a tool message for call {message.tool_call_id!r} that no "
+                "assistant message right before it made"
+            )
+        at, index = index, index + 1
+        if message.role is not MessageRole.ASSISTANT or not message.tool_calls:
+            continue
+        ids = [call.id for call in message.tool_calls]
+        if len(set(ids)) != len(ids):
+            raise AssertionError(f"message {at} repeats a tool call id: {ids}")
+        if allow_pending_approval and all(m.role is MessageRole.TOOL for m in messages[index:]):
+            _check_paused_batch(messages, at)
+            return
+        for call in message.tool_calls:
+            if index >= len(messages) or messages[index].role is not MessageRole.TOOL:
+                raise AssertionError(
+                    f"tool call {call.id!r} ({call.name}) of message {at} has no tool message "
+                    f"(expected one at index {index})"
+                )
+            if messages[index].tool_call_id != call.id:
+                raise AssertionError(
+                    f"message {index} answers {messages[index].tool_call_id!r}, but call order "
+                    f"expects {call.id!r}"
+                )
+            index += 1
+
+
+def _check_paused_batch(messages: Sequence[ChatMessage], at: int) -> None:
+    """The tool messages after ``messages[at]`` answer some of its calls, once each, in call
+    order; the rest are pending."""
+    open_ids = [call.id for call in messages[at].tool_calls or ()]
+    for index in range(at + 1, len(messages)):
+        answered = messages[index].tool_call_id
+        if answered not in open_ids:
+            raise AssertionError(
+                f"message {index} answers {answered!r}, but the calls of message {at} still "
+                f"open in call order are {open_ids}"
+            )
+        del open_ids[: open_ids.index(answered) + 1]
