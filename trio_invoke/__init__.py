@@ -22,14 +22,16 @@ from ._exceptions import ModelConnectionError as ModelConnectionError
 from ._exceptions import ModelResponseError as ModelResponseError
 from ._exceptions import ModelTimeoutError as ModelTimeoutError
 from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
+from ._exceptions import StopLoop as StopLoop
 from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import TrioInvokeError as TrioInvokeError
 from ._function_tool import FunctionTool as FunctionTool
 from ._function_tool import tool as tool
-from ._invoke import StopLoop as StopLoop
-from ._loop import FunctionInvokingChatClient as FunctionInvokingChatClient
+from ._loop._client import FunctionInvokingChatClient as FunctionInvokingChatClient
+from ._loop._stream import ChatResponse as ChatResponse
+from ._loop._stream import InvocationStream as InvocationStream
 from ._messages import ChatMessage as ChatMessage
 from ._messages import FinishReason as FinishReason
 from ._messages import MessageRole as MessageRole
@@ -39,8 +41,6 @@ from ._options import RunOptions as RunOptions
 from ._options import ToolApprovalResponse as ToolApprovalResponse
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedChatClient as ScriptedChatClient
-from ._stream import ChatResponse as ChatResponse
-from ._stream import InvocationStream as InvocationStream
 from ._tools import ApprovalRequiredTool as ApprovalRequiredTool
 from ._tools import Tool as Tool
 from ._tools import ToolDefinition as ToolDefinition

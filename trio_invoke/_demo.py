@@ -23,7 +23,7 @@ import trio
 from ._client import ChatClient
 from ._exceptions import ChatClientError
 from ._function_tool import tool
-from ._loop import FunctionInvokingChatClient
+from ._loop._client import FunctionInvokingChatClient
 from ._messages import ChatMessage, FinishReason, Usage
 from ._options import RunOptions, ToolApprovalResponse
 from ._scripted import ScriptedChatClient

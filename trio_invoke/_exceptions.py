@@ -18,9 +18,14 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
         └── ModelResponseError            a malformed or cut-short stream, or an error event in it
 
 Tool failures are never raised: they become error results that go back to the model.
+
+Apart from the tree, a tool raises :class:`StopLoop` to end the loop after its batch: a signal the
+loop catches, not an error it reports.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "ApprovalError",
@@ -32,6 +37,7 @@ __all__ = [
     "ModelResponseError",
     "ModelTimeoutError",
     "ScriptExhaustedError",
+    "StopLoop",
     "StreamProtocolError",
     "ToolDefinitionError",
     "ToolTimeoutError",
@@ -139,3 +145,22 @@ class ModelResponseError(ChatClientError):
     """The model server's response broke the streaming protocol: a chunk that is not JSON, a
     stream that ended before its finish reason or ``[DONE]``, or an error the server reported
     inside the stream."""
+
+
+class StopLoop(Exception):  # noqa: N818 -- a signal, like StopIteration, not an error
+    """Raise from a tool to end the loop after the current batch of calls.
+
+    The call's result is ``result`` (not an error); the batch's other calls still run to their
+    results; then the run ends with ``Finish(STOP)`` without calling the model again.
+
+    Example::
+
+        @tool
+        async def submit_answer(answer: str) -> str:
+            raise StopLoop(f"submitted: {answer}")
+    """
+
+    def __init__(self, result: Any = "stopped") -> None:
+        super().__init__(result)
+        self.result = result
+        """The call's result, sent to the model as any tool result is."""

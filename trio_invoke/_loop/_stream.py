@@ -7,9 +7,9 @@ from typing import NoReturn
 import attrs
 import trio
 
-from ._messages import ChatMessage, FinishReason, Usage
+from .._messages import ChatMessage, FinishReason, Usage
+from .._updates import AgentResponseUpdate, ToolApprovalRequest
 from ._state import RunState
-from ._updates import AgentResponseUpdate, ToolApprovalRequest
 
 __all__ = ["ChatResponse", "InvocationStream"]
 

@@ -14,34 +14,15 @@ from typing import Any
 import attrs
 import trio
 
-from ._approval import arguments_text
-from ._exceptions import ArgumentsError, ToolTimeoutError
-from ._messages import ToolCall
-from ._options import ToolApprovalResponse
-from ._tools import Tool
-from ._updates import ToolCalled
-from ._validate import compile_validator, parse_arguments
+from .._approval import arguments_text
+from .._exceptions import ArgumentsError, StopLoop, ToolTimeoutError
+from .._messages import ToolCall
+from .._options import ToolApprovalResponse
+from .._tools import Tool
+from .._updates import ToolCalled
+from .._validate import compile_validator, parse_arguments
 
-__all__ = ["Entry", "Limits", "StopLoop", "invoke", "not_run"]
-
-
-class StopLoop(Exception):  # noqa: N818 -- a signal, like StopIteration, not an error
-    """Raise from a tool to end the loop after the current batch of calls.
-
-    The call's result is ``result`` (not an error); the batch's other calls still run to their
-    results; then the run ends with ``Finish(STOP)`` without calling the model again.
-
-    Example::
-
-        @tool
-        async def submit_answer(answer: str) -> str:
-            raise StopLoop(f"submitted: {answer}")
-    """
-
-    def __init__(self, result: Any = "stopped") -> None:
-        super().__init__(result)
-        self.result = result
-        """The call's result, sent to the model as any tool result is."""
+__all__ = ["Entry", "Limits", "invoke", "not_run"]
 
 
 @attrs.define(eq=False)

@@ -31,24 +31,30 @@ from typing import Literal
 
 import trio
 
-from ._accumulate import ToolCallAccumulator
-from ._approval import match_approvals, pending_calls
-from ._client import ChatClient
-from ._exceptions import ChatClientError, ConfigurationError, StreamProtocolError, TrioInvokeError
-from ._invoke import Entry, Limits, StopLoop, invoke, not_run
-from ._messages import ChatMessage, FinishReason, MessageRole, ToolCall
-from ._options import RunOptions, ToolApprovalResponse
-from ._state import RoundState, RunState
-from ._stream import ChatResponse, InvocationStream
-from ._tools import Tool, ToolDefinition
-from ._updates import (
+from .._accumulate import ToolCallAccumulator
+from .._approval import match_approvals, pending_calls
+from .._client import ChatClient
+from .._exceptions import (
+    ChatClientError,
+    ConfigurationError,
+    StopLoop,
+    StreamProtocolError,
+    TrioInvokeError,
+)
+from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall
+from .._options import RunOptions, ToolApprovalResponse
+from .._tools import Tool, ToolDefinition
+from .._updates import (
     AgentResponseUpdate,
     Error,
     Finish,
     ToolApprovalRequest,
     ToolCallStart,
 )
-from ._util import offer, reraise_single, send, single_exception
+from ._channels import offer, reraise_single, send, single_exception
+from ._invoke import Entry, Limits, invoke, not_run
+from ._state import RoundState, RunState
+from ._stream import ChatResponse, InvocationStream
 
 __all__ = ["FunctionInvokingChatClient"]
 

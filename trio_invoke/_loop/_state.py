@@ -14,11 +14,11 @@ from collections.abc import Mapping
 import attrs
 import trio
 
-from ._accumulate import ToolCallAccumulator
+from .._accumulate import ToolCallAccumulator
+from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
+from .._options import RunOptions, ToolApprovalResponse
+from .._updates import AgentResponseUpdate, Finish, ToolCalled
 from ._invoke import Entry, Limits
-from ._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
-from ._options import RunOptions, ToolApprovalResponse
-from ._updates import AgentResponseUpdate, Finish, ToolCalled
 
 __all__ = ["RoundState", "RunState"]
 
