@@ -105,10 +105,11 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy, strict, on the package; and tests/typing, which uses the API as users annotate it."""
+    """mypy, strict, on the package; and on tests/typing and examples/, which use the API as
+    users annotate it."""
     session.install("-e", f".[{ALL_EXTRAS}]", *group("typing"))
     session.run("mypy")
-    session.run("mypy", "tests/typing")
+    session.run("mypy", "tests/typing", "examples")
 
 
 @nox.session
