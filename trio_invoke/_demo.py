@@ -166,6 +166,10 @@ class WithLatency:
     def requires_approval(self) -> bool:
         return self.tool.requires_approval
 
+    @property
+    def timeout(self) -> float | None:
+        return self.tool.timeout
+
     async def execute(self, arguments: dict[str, Any]) -> Any:
         """Wait, then run the tool. Cancellation: the wait or the tool stops where it was."""
         await trio.sleep(self.seconds)
