@@ -11,6 +11,7 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
     ├── StreamProtocolError               the inner client's stream of updates is inconsistent
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
     ├── ToolTimeoutError (TimeoutError)   a tool call ran out of time (on ToolCalled.exception)
+    ├── ToolError                         raised by a tool: the model reads its message as the result
     └── ChatClientError                   the chat client failed; a wrapped original is __cause__
         ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
         ├── ModelConnectionError          the server was unreachable or the connection broke
@@ -18,6 +19,8 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
         └── ModelResponseError            a malformed or cut-short stream, or an error event in it
 
 Tool failures are never raised: they become error results that go back to the model.
+``trio_invoke.mcp`` adds its own exceptions under :class:`ToolError` and
+:class:`TrioInvokeError` (see that module).
 
 Apart from the tree, a tool raises :class:`StopLoop` to end the loop after its batch: a signal the
 loop catches, not an error it reports.
@@ -40,6 +43,7 @@ __all__ = [
     "StopLoop",
     "StreamProtocolError",
     "ToolDefinitionError",
+    "ToolError",
     "ToolTimeoutError",
     "TrioInvokeError",
 ]
@@ -83,6 +87,24 @@ class StreamProtocolError(TrioInvokeError):
 class ToolTimeoutError(TrioInvokeError, TimeoutError):
     """A tool call ran longer than its time limit. Never raised: the loop puts it on
     ``ToolCalled.exception`` and the model gets an error result naming the limit."""
+
+
+class ToolError(TrioInvokeError):
+    """Raise from a tool to answer the call with an error result that says ``str(exc)``.
+
+    Any other exception becomes an error result that names only its type (unless the client has
+    ``include_detailed_errors=True``), since its message may not be meant for the model. A
+    ``ToolError``'s message is: the model reads ``"Error: <message>"`` and can correct itself.
+    The exception is on ``ToolCalled.exception``.
+
+    Example::
+
+        @tool
+        async def lookup(key: str) -> str:
+            if key not in table:
+                raise ToolError(f"no entry {key!r}; known keys: {', '.join(table)}")
+            return table[key]
+    """
 
 
 class ScriptExhaustedError(TrioInvokeError):

@@ -15,7 +15,7 @@ import attrs
 import trio
 
 from .._approval import arguments_text
-from .._exceptions import ArgumentsError, StopLoop, ToolTimeoutError
+from .._exceptions import ArgumentsError, StopLoop, ToolError, ToolTimeoutError
 from .._messages import ToolCall
 from .._options import ToolApprovalResponse
 from .._tools import Tool
@@ -59,6 +59,15 @@ def to_text(value: Any) -> str:
 
 
 _TIMED_OUT: Any = object()
+
+
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, or its type's name when that fails or says nothing."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    return text or type(exc).__name__
 
 
 async def _execute(tool: Tool, arguments: dict[str, Any], limit: float | None) -> Any:
@@ -123,6 +132,9 @@ async def invoke(
                 value = await _execute(entry.tool, arguments, timeout)
     except StopLoop as stop:
         exception, value = stop, stop.result
+    except ToolError as exc:  # the tool's own words for the model
+        exception, value = exc, None
+        result, is_error = f"Error: {_message(exc)}", True
     except Exception as exc:
         detail = f": {exc}" if limits.detailed_errors else ""
         exception, value = exc, None
