@@ -155,7 +155,10 @@ def build(args: argparse.Namespace) -> MCPServer:
     def two_texts() -> CallToolResult:
         """Answers with two text blocks."""
         return CallToolResult(
-            content=[TextContent(type="text", text="first"), TextContent(type="text", text="second")]
+            content=[
+                TextContent(type="text", text="first"),
+                TextContent(type="text", text="second"),
+            ]
         )
 
     @server.tool()
@@ -205,9 +208,7 @@ def main() -> None:
     if args.http is None:
         server.run()
     else:
-        anyio.run(
-            lambda: server.run_streamable_http_async(host="127.0.0.1", port=args.http)
-        )
+        anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=args.http))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ from trio_invoke import (
     ScriptedChatClient,
     TextDelta,
     ToolApprovalRequest,
-    ToolApprovalResponse,
     ToolCall,
     ToolCalled,
     ToolTimeoutError,
@@ -92,7 +91,7 @@ class Log:
     async def wait_for(self, predicate: Any, seconds: float = 10.0) -> None:
         """Until ``predicate(self)`` holds: the server writes its log from another process."""
         with trio.fail_after(seconds):
-            while not predicate(self):
+            while not predicate(self):  # noqa: ASYNC110 -- another process
                 await trio.sleep(0.02)
 
 
@@ -368,7 +367,12 @@ def test_tools_before_entering_is_an_error_naming_the_server() -> None:
 
 @pytest.mark.parametrize(
     ("require", "needing"),
-    [(True, BASE_TOOLS), (False, set()), (["record"], {"record"}), ({"record", "add"}, {"record", "add"})],
+    [
+        (True, BASE_TOOLS),
+        (False, set()),
+        (["record"], {"record"}),
+        ({"record", "add"}, {"record", "add"}),
+    ],
 )
 async def test_require_approval_marks_the_tools(log: Log, require: Any, needing: set[str]) -> None:
     with trio.fail_after(ENTER):
@@ -388,7 +392,9 @@ async def test_approval_of_an_mcp_tool_then_resume(
 ) -> None:
     model = ScriptedChatClient(
         [
-            calls_response(("c1", "srv_record", {"text": "hello"}), ("c2", "srv_add", {"a": 2, "b": 3})),
+            calls_response(
+                ("c1", "srv_record", {"text": "hello"}), ("c2", "srv_add", {"a": 2, "b": 3})
+            ),
             answer(),
         ]
     )
@@ -429,7 +435,10 @@ async def test_approval_of_an_mcp_tool_then_resume(
 
 async def test_a_run_fans_out_50_parallel_calls_to_one_server(make_server: Any, log: Log) -> None:
     calls = [(f"c{i}", "add", {"a": i, "b": 1000}) for i in range(50)]
-    calls += [("s1", "slow", {"seconds": 0.5, "tag": "a"}), ("s2", "slow", {"seconds": 0.5, "tag": "b"})]
+    calls += [
+        ("s1", "slow", {"seconds": 0.5, "tag": "a"}),
+        ("s2", "slow", {"seconds": 0.5, "tag": "b"}),
+    ]
     model = ScriptedChatClient([calls_response(*calls), answer()])
     with trio.fail_after(ENTER):
         async with make_server() as server:
@@ -615,10 +624,12 @@ async def test_cancelling_a_run_cancels_its_calls_on_the_server(
                 await log.wait_for(lambda log: len(log.events("call")) == 2)
                 scope.cancel()
 
-            async with client.run(USER, RunOptions(cancel_scope=scope)) as stream:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(cancel_when_running)
-                    updates = [update async for update in stream]
+            async with (
+                client.run(USER, RunOptions(cancel_scope=scope)) as stream,
+                trio.open_nursery() as nursery,
+            ):
+                nursery.start_soon(cancel_when_running)
+                updates = [update async for update in stream]
             await log.wait_for(lambda log: len(log.cancelled_tags()) == 2)
             if notifies(make_server, protocol):
                 await log.wait_for(lambda log: len(log.cancelled_notifications()) == 2)
@@ -740,7 +751,9 @@ async def test_a_stdio_server_that_dies_mid_call(log: Log, how: str) -> None:
             with trio.fail_after(1):  # at once, no hang
                 later = await run_to_completion(
                     FunctionInvokingChatClient(
-                        ScriptedChatClient([calls_response(("l", "add", {"a": 1, "b": 1})), answer()]),
+                        ScriptedChatClient(
+                            [calls_response(("l", "add", {"a": 1, "b": 1})), answer()]
+                        ),
                         server.tools,
                     ),
                     USER,
@@ -794,7 +807,7 @@ async def test_an_http_server_that_dies_mid_call(log: Log) -> None:
 
 
 async def wait_until_unavailable(server: MCPServer) -> None:
-    while server.available:
+    while server.available:  # noqa: ASYNC110 -- another process
         await trio.sleep(0.02)
 
 
@@ -803,7 +816,7 @@ async def wait_until_unavailable(server: MCPServer) -> None:
 
 async def wait_for_tool(server: MCPServer, remote: str, present: bool = True) -> None:
     with trio.fail_after(10):
-        while (remote in by_remote(server)) != present:
+        while (remote in by_remote(server)) != present:  # noqa: ASYNC110 -- another process
             await trio.sleep(0.02)
 
 
@@ -837,9 +850,7 @@ async def test_a_run_in_progress_keeps_the_tools_it_started_with(log: Log) -> No
     with trio.fail_after(ENTER):
         async with stdio(log) as server:
             client = FunctionInvokingChatClient(model)
-            first = await run_to_completion(
-                client, USER, RunOptions(provider_tools=server.tools)
-            )
+            first = await run_to_completion(client, USER, RunOptions(provider_tools=server.tools))
             await wait_for_tool(server, "late")
             second = await run_to_completion(
                 FunctionInvokingChatClient(
@@ -973,7 +984,7 @@ def test_import_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.delattr(trio_invoke, "mcp", raising=False)
     with pytest.raises(ImportError, match=r'pip install "trio_invoke\[mcp\]"'):
-        import trio_invoke.mcp  # noqa: F401
+        import trio_invoke.mcp
 
 
 async def test_blocking_server_still_times_out(log: Log) -> None:
@@ -984,4 +995,3 @@ async def test_blocking_server_still_times_out(log: Log) -> None:
             with pytest.raises(MCPTimeoutError):
                 await by_remote(server)["block"].execute({"seconds": 1.5})
             assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
-

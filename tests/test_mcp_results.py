@@ -51,13 +51,17 @@ def test_image_sizes_are_the_decoded_sizes(size: int) -> None:
     [
         (image(3, "image/jpeg"), "[image: image/jpeg, 3 bytes]"),
         (
-            AudioContent(type="audio", data=base64.b64encode(b"a" * 10).decode(), mime_type="audio/ogg"),
+            AudioContent(
+                type="audio", data=base64.b64encode(b"a" * 10).decode(), mime_type="audio/ogg"
+            ),
             "[audio: audio/ogg, 10 bytes]",
         ),
         (
             EmbeddedResource(
                 type="resource",
-                resource=TextResourceContents(uri="file:///a.md", mime_type="text/markdown", text="# A"),
+                resource=TextResourceContents(
+                    uri="file:///a.md", mime_type="text/markdown", text="# A"
+                ),
             ),
             "[resource: file:///a.md (text/markdown, 3 characters)]\n# A",
         ),
@@ -72,7 +76,9 @@ def test_image_sizes_are_the_decoded_sizes(size: int) -> None:
             EmbeddedResource(
                 type="resource",
                 resource=BlobResourceContents(
-                    uri="file:///b.pdf", mime_type="application/pdf", blob=base64.b64encode(b"%PDF").decode()
+                    uri="file:///b.pdf",
+                    mime_type="application/pdf",
+                    blob=base64.b64encode(b"%PDF").decode(),
                 ),
             ),
             "[resource: file:///b.pdf (application/pdf, 4 bytes)]",

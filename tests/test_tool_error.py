@@ -19,12 +19,12 @@ from trio_invoke import (
 from trio_invoke.testing import run_to_completion, tool_calls_response
 
 
-class Silent(ToolError):
+class SilentError(ToolError):
     def __str__(self) -> str:
         return ""
 
 
-class Broken(ToolError):
+class BrokenError(ToolError):
     def __str__(self) -> str:
         raise RuntimeError("no text")
 
@@ -35,9 +35,9 @@ async def lookup(key: str) -> str:
     if key == "tool-error":
         raise ToolError("no entry 'tool-error'; known keys: a, b")
     if key == "silent":
-        raise Silent
+        raise SilentError
     if key == "broken":
-        raise Broken
+        raise BrokenError
     if key == "plain":
         raise KeyError("secret detail")
     return key
@@ -69,7 +69,9 @@ async def test_other_exceptions_still_hide_their_message() -> None:
     assert "KeyError" in called.result
 
 
-@pytest.mark.parametrize(("key", "expected"), [("silent", "Silent"), ("broken", "Broken")])
+@pytest.mark.parametrize(
+    ("key", "expected"), [("silent", "SilentError"), ("broken", "BrokenError")]
+)
 async def test_a_tool_error_without_usable_text_names_its_type(key: str, expected: str) -> None:
     called = await run(key)
     assert called.is_error

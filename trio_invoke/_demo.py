@@ -2,7 +2,8 @@
 
 By default the model is the embedded :class:`ScriptedChatClient` (no network, no API key); the
 tools are real and local: a calculator, a clock, a directory lister, and a note writer that
-needs the user's approval.
+needs the user's approval. With ``--base-url``, ``--mcp "COMMAND ARGS"`` adds the tools of MCP
+servers started over stdio.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import datetime
 import operator
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -21,7 +23,7 @@ from typing import Any
 import trio
 
 from ._client import ChatClient
-from ._exceptions import ChatClientError
+from ._exceptions import TrioInvokeError
 from ._function_tool import tool
 from ._loop._client import FunctionInvokingChatClient
 from ._messages import ChatMessage, FinishReason, Usage
@@ -300,12 +302,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--model", help="the model's name at --base-url, e.g. llama3.2")
     parser.add_argument("--api-key", help="the API key (default: $OPENAI_API_KEY, or none)")
+    parser.add_argument(
+        "--mcp",
+        action="append",
+        default=[],
+        metavar='"COMMAND ARGS"',
+        help="also give the model the tools of this MCP server, started over stdio (one "
+        "shell-quoted command line; repeat for more servers; needs --base-url and the extra "
+        "trio-invoke[mcp])",
+    )
     parser.add_argument("prompt", nargs="?", default=PROMPT, help="the user's message")
     args = parser.parse_args(argv)
     if args.base_url and not args.model:
         parser.error("--base-url needs --model")
     if args.model and not args.base_url:
         parser.error("--model needs --base-url (without it the demo uses the scripted model)")
+    if args.mcp and not args.base_url:
+        parser.error("--mcp needs --base-url: the scripted model knows only the demo's tools")
+    for command in args.mcp:
+        if not shlex.split(command):
+            parser.error("--mcp takes a command line, got an empty one")
     return args
 
 
@@ -316,6 +332,7 @@ async def amain(
 
     Raises:
         ChatClientError: the live model server failed (``--base-url`` only).
+        MCPConnectionError: an ``--mcp`` server could not be started.
     """
     printer = printer or Printer()
     async with contextlib.AsyncExitStack() as stack:
@@ -329,7 +346,16 @@ async def amain(
         else:
             model = scripted_model(delay)
             printer.line("model: the embedded scripted model (no network, no API key)")
-        client = FunctionInvokingChatClient(model, TOOLS)
+        tools: list[Any] = list(TOOLS)
+        for command in args.mcp:
+            from .mcp import MCPServer  # noqa: PLC0415 -- needs the optional mcp SDK
+
+            words = shlex.split(command)
+            server = await stack.enter_async_context(MCPServer.stdio(words[0], words[1:]))
+            names = ", ".join(tool.name for tool in server.tools) or "none"
+            printer.line(f"mcp: {server.name} ({command}): {names}")
+            tools += server.tools
+        client = FunctionInvokingChatClient(model, tools)
         messages = [
             ChatMessage.system("You are a helpful assistant. Use the tools when they help."),
             ChatMessage.user(args.prompt),
@@ -348,11 +374,12 @@ async def amain(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m trio_invoke``: 0 on success, 1 if the model server failed."""
+    """Entry point of ``python -m trio_invoke``: 0 on success, 1 if the model server failed
+    (or an ``--mcp`` server could not be started, or its tools' names clash)."""
     args = parse_args(argv)
     try:
         trio.run(amain, args)
-    except ChatClientError as exc:
+    except TrioInvokeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

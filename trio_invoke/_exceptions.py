@@ -11,7 +11,7 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
     ├── StreamProtocolError               the inner client's stream of updates is inconsistent
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
     ├── ToolTimeoutError (TimeoutError)   a tool call ran out of time (on ToolCalled.exception)
-    ├── ToolError                         raised by a tool: the model reads its message as the result
+    ├── ToolError                         raised by a tool: its message is the call's result
     └── ChatClientError                   the chat client failed; a wrapped original is __cause__
         ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
         ├── ModelConnectionError          the server was unreachable or the connection broke

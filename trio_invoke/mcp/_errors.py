@@ -25,9 +25,7 @@ class MCPToolError(ToolError):
     """An MCP tool call failed: the server's error result (``isError``), a JSON-RPC error, a
     server that went away or is not available, or a result that could not be read."""
 
-    def __init__(
-        self, message: str, *, server: str, tool: str, code: int | None = None
-    ) -> None:
+    def __init__(self, message: str, *, server: str, tool: str, code: int | None = None) -> None:
         super().__init__(message)
         self.server = server
         """The server's name (its ``serverInfo.name``, else its command line or URL)."""

@@ -133,7 +133,7 @@ class MCPTool:
         bounded, shielded write), so the server stops working on it; nothing is left running
         here.
         """
-        return await self.server._call(self, arguments)  # noqa: SLF001 -- its own server
+        return await self.server._call(self, arguments)
 
 
 @attrs.frozen
@@ -667,9 +667,7 @@ class MCPServer:
         if self.allowed_tools is not None:
             listed = [tool for tool in listed if tool.name in self.allowed_tools]
         reverse = model_names((tool.name for tool in listed), self.prefix)
-        return tuple(
-            self._tool(tool, name) for name, tool in zip(reverse, listed, strict=True)
-        )
+        return tuple(self._tool(tool, name) for name, tool in zip(reverse, listed, strict=True))
 
     def _tool(self, tool: mcp_types.Tool, name: str) -> MCPTool:
         description = tool.description or tool.title or ""
@@ -727,7 +725,9 @@ class MCPServer:
         with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
             channel.send_nowait(None)  # a refresh is already due when it is full
 
-    async def _follow_changes(self, client: Client, changes: trio.MemoryReceiveChannel[None]) -> None:
+    async def _follow_changes(
+        self, client: Client, changes: trio.MemoryReceiveChannel[None]
+    ) -> None:
         async for _ in changes:
             try:
                 listed = await self._list(client)
@@ -762,8 +762,7 @@ class MCPServer:
                 ) from exc
             raise self._error(
                 tool,
-                f"MCP server {self.name!r} answered with JSON-RPC error {exc.code}: "
-                f"{exc.message}",
+                f"MCP server {self.name!r} answered with JSON-RPC error {exc.code}: {exc.message}",
                 exc.code,
             ) from exc
         except Exception as exc:  # a result the SDK could not parse or validate, ...
