@@ -463,6 +463,12 @@ def eager(ctx: Context) -> Outcome:
     )
 
 
+def mcp(ctx: Context) -> Outcome:
+    from ._mcp import mcp as run  # noqa: PLC0415 -- it imports this module
+
+    return run(ctx)
+
+
 WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "fan-out": fan_out,
     "rounds": rounds,
@@ -471,6 +477,7 @@ WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "validation": validation,
     "memory": memory,
     "eager": eager,
+    "mcp": mcp,
 }
 
 
