@@ -8,7 +8,8 @@ every ``tools/list`` page it serves, and each tool call that was cancelled.
 ``--page-size N`` paginates ``tools/list``; ``--extra-tools N`` adds ``tool_<i>`` tools, and
 ``--odd-names`` adds tools whose names are not valid for model providers (dots, 100 characters),
 ``--collide`` two of them that map to one provider name; ``--bad-schema`` lists ``echo`` with
-an input schema whose regex does not compile.
+an input schema whose regex does not compile; ``--cursor-loop`` (with ``--page-size``) answers
+every page with the same next cursor.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def build(args: argparse.Namespace) -> MCPServer:
                 result = {**result, "tools": tools[start:end]}
                 if end < len(tools):
                     result["nextCursor"] = str(end)
+                if args.cursor_loop:  # a server bug: the listing never ends
+                    result["nextCursor"] = str(args.page_size)
                 log(event="tools/list", cursor=cursor, count=len(result["tools"]))
             return result
 
@@ -203,6 +206,7 @@ def main() -> None:
     parser.add_argument("--odd-names", action="store_true")
     parser.add_argument("--collide", action="store_true")
     parser.add_argument("--bad-schema", action="store_true")
+    parser.add_argument("--cursor-loop", action="store_true")
     args = parser.parse_args()
     server = build(args)
     if args.http is None:

@@ -224,6 +224,8 @@ async def test_lists_every_tool_with_its_schema_and_description(make_server: Any
             assert add.parameters["properties"]["a"]["type"] == "integer"
             assert add.definition.name == "add"
             assert not add.requires_approval
+            assert add.call_timeout == 60.0
+            assert not hasattr(add, "timeout")  # the loop's tool_timeout stays in charge
             assert server.name == "test-server"
             assert server.available
             assert server.remote_names == {t.name: t.remote_name for t in server.tools}
@@ -269,6 +271,13 @@ async def test_paginated_listing_is_followed_to_the_end(make_server: Any, log: L
     total = len(BASE_TOOLS) + 7
     assert len(pages) >= -(-total // 4)
     assert sum(p["count"] for p in pages[: -(-total // 4)]) == total
+
+
+async def test_a_listing_that_never_ends_is_an_error(log: Log) -> None:
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError, match="cursor '3' twice"):
+        async with stdio(log, "--page-size", "3", "--cursor-loop"):
+            pytest.fail("entered")
+    assert len(log.events("tools/list")) == 2
 
 
 @pytest.mark.parametrize(
@@ -352,6 +361,11 @@ def test_bad_options_are_configuration_errors(options: dict[str, Any], match: st
 def test_bad_targets_are_configuration_errors(make: Any, match: str) -> None:
     with pytest.raises(ConfigurationError, match=match):
         make()
+
+
+def test_option_names_must_be_strings() -> None:
+    with pytest.raises(ConfigurationError, match="tool names"):
+        MCPServer.stdio("python", require_approval=["ok", 3])
 
 
 def test_tools_before_entering_is_an_error_naming_the_server() -> None:
@@ -864,6 +878,37 @@ async def test_a_run_in_progress_keeps_the_tools_it_started_with(log: Log) -> No
     assert late_call.is_error
     assert "unknown tool 'late'" in late_call.result
     assert called(second.updates)["c3"].result == "I am late"
+
+
+async def test_a_change_that_makes_names_collide_keeps_the_previous_tools(
+    log: Log, caplog: pytest.LogCaptureFixture
+) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--odd-names") as server:
+            before = server.tools
+            await by_remote(server)["add_tool"].execute({"name": "files_read_v2"})
+            with trio.fail_after(10):
+                while "keeping its previous tools" not in caplog.text:  # noqa: ASYNC110
+                    await trio.sleep(0.02)
+            assert server.tools == before
+            assert "'files.read.v2' and 'files_read_v2'" in caplog.text
+            with pytest.raises(ConfigurationError, match="files_read_v2"):
+                await server.refresh_tools()
+            assert server.tools == before
+
+
+async def test_refresh_tools_when_not_available(log: Log) -> None:
+    server = stdio(log)
+    with pytest.raises(MCPConnectionError, match="not available"):
+        await server.refresh_tools()
+    with trio.fail_after(ENTER):
+        async with server:
+            os.kill(log.pids()[0], signal.SIGKILL)
+            with trio.fail_after(10):
+                while server.available:  # noqa: ASYNC110 -- another process
+                    await trio.sleep(0.02)
+            with pytest.raises(MCPConnectionError, match="not available: the server process"):
+                await server.refresh_tools()
 
 
 async def test_refresh_tools_lists_now(log: Log) -> None:

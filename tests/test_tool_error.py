@@ -76,7 +76,9 @@ async def test_other_exceptions_still_hide_their_message() -> None:
         ("broken", "<the exception's message could not be read: RuntimeError>"),
     ],
 )
-async def test_a_tool_error_without_usable_text_still_gets_a_result(key: str, expected: str) -> None:
+async def test_a_tool_error_without_usable_text_still_gets_a_result(
+    key: str, expected: str
+) -> None:
     called = await run(key)
     assert called.is_error
     assert called.result == f"Error: {expected}"
