@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -35,6 +36,15 @@ from mcp_types import (
     TextContent,
     TextResourceContents,
 )
+
+
+class Place(BaseModel):
+    """A point on the map."""
+
+    lat: float
+    lon: float
+    name: str = ""
+
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
 
@@ -93,6 +103,11 @@ def build(args: argparse.Namespace) -> MCPServer:
         """Records the text in the log (a side effect the tests can see)."""
         log(event="recorded", text=text)
         return f"recorded {text}"
+
+    @server.tool()
+    def locate(place: Place, tags: tuple[str, int] = ("none", 0)) -> str:
+        """Takes a nested model ($defs and $ref) and a tuple (prefixItems): JSON Schema 2020-12."""
+        return f"{place.name or 'somewhere'} at {place.lat},{place.lon} ({tags[0]}, {tags[1]})"
 
     @server.tool()
     def fail(message: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import trio
 
+import trio_invoke
 from trio_invoke import (
     ChatMessage,
     ConfigurationError,
@@ -50,7 +51,7 @@ SERVER = str(Path(__file__).with_name("mcp_server.py"))
 PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 USER = [ChatMessage.user("go")]
 BASE_TOOLS = {
-    *("add", "echo", "record", "fail", "rpc_error", "slow", "exit_now", "media"),
+    *("add", "echo", "record", "locate", "fail", "rpc_error", "slow", "exit_now", "media"),
     *("structured_only", "text_and_structured", "two_texts", "add_tool", "remove_tool", "block"),
 }
 ENTER = 60  # seconds: a cold start of the server process imports the whole MCP SDK
@@ -532,6 +533,35 @@ async def test_the_servers_validation_error_reaches_the_model(log: Log) -> None:
     assert "validation error" in str(caught.value)
     assert caught.value.tool == "add"
     assert caught.value.server == "test-server"
+
+
+async def test_json_schema_2020_12_from_the_server_validates_calls(log: Log) -> None:
+    model = ScriptedChatClient(
+        [
+            calls_response(
+                ("ok", "locate", {"place": {"lat": 48.85, "lon": 2.35, "name": "Paris"}}),
+                ("tuple", "locate", {"place": {"lat": 0, "lon": 0}, "tags": ["x", 2]}),
+                ("nested", "locate", {"place": {"lat": "north", "lon": 2.35}}),
+                ("missing", "locate", {"place": {"lat": 1.0}}),
+            ),
+            answer(),
+        ]
+    )
+    with trio.fail_after(ENTER):
+        async with stdio(log) as server:
+            schema = by_remote(server)["locate"].parameters
+            assert "$defs" in schema
+            assert "prefixItems" in json.dumps(schema)
+            client = FunctionInvokingChatClient(model, server.tools)
+            result = await run_to_completion(client, USER)
+    results = called(result.updates)
+    assert results["ok"].result == "Paris at 48.85,2.35 (none, 0)"
+    assert results["tuple"].result == "somewhere at 0.0,0.0 (x, 2)"
+    assert results["nested"].is_error
+    assert "place.lat" in results["nested"].result  # our validator, from the $ref'd schema
+    assert results["missing"].is_error
+    assert "lon" in results["missing"].result
+    assert [e["tool"] for e in log.events("call")] == ["locate", "locate"]  # only the valid ones
 
 
 async def test_a_schema_that_does_not_compile_gives_a_usable_tool(log: Log) -> None:
@@ -1022,8 +1052,6 @@ def test_mcp_tool_errors_pickle() -> None:
 
 
 def test_import_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    import trio_invoke
-
     monkeypatch.setitem(sys.modules, "mcp", None)
     for name in [m for m in sys.modules if m.startswith("trio_invoke.mcp")]:
         monkeypatch.delitem(sys.modules, name)
@@ -1040,3 +1068,17 @@ async def test_blocking_server_still_times_out(log: Log) -> None:
             with pytest.raises(MCPTimeoutError):
                 await by_remote(server)["block"].execute({"seconds": 1.5})
             assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+
+
+def test_the_public_surface() -> None:
+    import trio_invoke.mcp
+
+    assert list(trio_invoke.mcp.__all__) == sorted(trio_invoke.mcp.__all__)
+    for name in trio_invoke.mcp.__all__:
+        obj = getattr(trio_invoke.mcp, name)
+        if isinstance(obj, type) or callable(obj):
+            assert obj.__module__ == "trio_invoke.mcp", name
+    assert issubclass(MCPToolError, trio_invoke.ToolError)
+    assert issubclass(MCPTimeoutError, ToolTimeoutError)
+    assert issubclass(MCPConnectionError, (trio_invoke.TrioInvokeError, ConnectionError))
+    assert issubclass(MCPInitTimeoutError, (MCPConnectionError, TimeoutError))
