@@ -24,7 +24,6 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import BaseModel
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -36,6 +35,7 @@ from mcp_types import (
     TextContent,
     TextResourceContents,
 )
+from pydantic import BaseModel
 
 
 class Place(BaseModel):

@@ -7,6 +7,7 @@ These wait for real processes and sockets, so time here is real time (bounded by
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -1057,7 +1058,7 @@ def test_import_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.delattr(trio_invoke, "mcp", raising=False)
     with pytest.raises(ImportError, match=r'pip install "trio_invoke\[mcp\]"'):
-        import trio_invoke.mcp
+        importlib.import_module("trio_invoke.mcp")
 
 
 async def test_blocking_server_still_times_out(log: Log) -> None:
@@ -1071,11 +1072,10 @@ async def test_blocking_server_still_times_out(log: Log) -> None:
 
 
 def test_the_public_surface() -> None:
-    import trio_invoke.mcp
-
-    assert list(trio_invoke.mcp.__all__) == sorted(trio_invoke.mcp.__all__)
-    for name in trio_invoke.mcp.__all__:
-        obj = getattr(trio_invoke.mcp, name)
+    public = importlib.import_module("trio_invoke.mcp")
+    assert list(public.__all__) == sorted(public.__all__)
+    for name in public.__all__:
+        obj = getattr(public, name)
         if isinstance(obj, type) or callable(obj):
             assert obj.__module__ == "trio_invoke.mcp", name
     assert issubclass(MCPToolError, trio_invoke.ToolError)
