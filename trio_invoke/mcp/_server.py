@@ -508,6 +508,7 @@ class MCPServer:
             raise RuntimeError(f"MCP server {self.label!r} is already entered")
         self._entered = True
         self._lost = None
+        self._tools = None
         self._closing = trio.Event()
         self._lifetime = self._live()
         try:
@@ -583,7 +584,10 @@ class MCPServer:
                         watchers.cancel_scope.cancel()
         except Exception as exc:
             if not started:
-                raise self._entering_error(exc, timed_out=init.cancel_called) from exc
+                leaf = _leaf(exc)
+                if isinstance(leaf, TrioInvokeError):  # ours already: as it is
+                    raise leaf  # noqa: B904 -- keeps its own cause
+                raise self._entering_error(leaf, timed_out=init.cancel_called) from leaf
             # The transport failed (an HTTP server that went away): its running calls already
             # got errors from the SDK; later calls are answered "not available".
             self._lose(f"the connection failed ({_summary(exc)})")
@@ -597,10 +601,8 @@ class MCPServer:
                 f"within init_timeout={self.init_timeout:g} s"
             )
 
-    def _entering_error(self, exc: Exception, *, timed_out: bool) -> Exception:
-        leaf = _leaf(exc)
-        if isinstance(leaf, TrioInvokeError):
-            return leaf
+    def _entering_error(self, leaf: BaseException, *, timed_out: bool) -> Exception:
+        """What entering raises for ``leaf``, the failure underneath the SDK's groups."""
         label = self.label
         if timed_out:
             return MCPInitTimeoutError(
