@@ -848,6 +848,7 @@ async def test_an_http_server_that_dies_mid_call(log: Log) -> None:
     for outcome in called(result.updates).values():
         assert outcome.is_error
         assert "MCP server 'test-server'" in outcome.result
+        assert "ended while the call was running" in outcome.result
     assert_transcript_valid(result.messages)
 
 
