@@ -39,6 +39,9 @@ from ._messages import FinishReason as FinishReason
 from ._messages import MessageRole as MessageRole
 from ._messages import ToolCall as ToolCall
 from ._messages import Usage as Usage
+from ._middleware import CallNext as CallNext
+from ._middleware import ToolContext as ToolContext
+from ._middleware import ToolMiddleware as ToolMiddleware
 from ._options import RunOptions as RunOptions
 from ._options import ToolApprovalResponse as ToolApprovalResponse
 from ._scripted import ScriptedCall as ScriptedCall
@@ -66,6 +69,7 @@ __all__ = [
     "ApprovalError",
     "ApprovalRequiredTool",
     "ArgumentsError",
+    "CallNext",
     "ChatClient",
     "ChatClientError",
     "ChatMessage",
@@ -99,9 +103,11 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "ToolCalled",
+    "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
     "ToolError",
+    "ToolMiddleware",
     "ToolTimeoutError",
     "TrioInvokeError",
     "Usage",
