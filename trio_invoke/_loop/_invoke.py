@@ -7,7 +7,6 @@ other ``BaseException``\\ s) propagate; the loop answers a cancelled call itself
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,6 +14,7 @@ import attrs
 import trio
 
 from .._approval import arguments_text
+from .._content import ContentPart, TextPart, tool_result_content
 from .._exceptions import ArgumentsError, StopLoop, ToolTimeoutError
 from .._messages import ToolCall
 from .._options import ToolApprovalResponse
@@ -49,13 +49,6 @@ class Limits:
     """Caps how many calls execute at once; ``None``: no cap."""
     detailed_errors: bool = False
     """Send the message of a tool's exception to the model, not only its type."""
-
-
-def to_text(value: Any) -> str:
-    """A tool's return value as the model reads it: a ``str`` as it is, else compact JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 _TIMED_OUT: Any = object()
@@ -115,6 +108,7 @@ async def invoke(
         return ToolCalled(edited, text, is_error=True, exception=exc)
     timeout = entry.timeout if entry.timeout is not None else limits.timeout
     exception: BaseException | None = None
+    parts: tuple[ContentPart, ...] = ()
     try:
         if limits.limiter is None:
             value = await _execute(entry.tool, arguments, timeout)
@@ -132,7 +126,7 @@ async def invoke(
         result, is_error = f"Error: {exception}", True
     elif exception is None or isinstance(exception, StopLoop):
         try:
-            result, is_error = to_text(value), False
+            (result, parts), is_error = tool_result_content(value), False
         except Exception as exc:  # not JSON: TypeError, ValueError, RecursionError, ...
             exception = exc
             result, is_error = (
@@ -142,10 +136,13 @@ async def invoke(
                 ),
                 True,
             )
+    if parts and note:
+        parts = (TextPart(note), *parts)
     return ToolCalled(
         edited,
         note + result,
         is_error,
         duration=trio.current_time() - started,
         exception=exception,
+        parts=parts,
     )

@@ -15,7 +15,7 @@ import attrs
 import trio
 
 from .._accumulate import ToolCallAccumulator
-from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
+from .._messages import ChatMessage, FinishReason, ToolCall, Usage
 from .._options import RunOptions, ToolApprovalResponse
 from .._updates import AgentResponseUpdate, Finish, ToolCalled
 from ._invoke import Entry, Limits
@@ -76,13 +76,13 @@ class RoundState:
         message per answered call in call order. See ``RunState.settle`` for unanswered calls."""
         out: list[ChatMessage] = []
         if self.accumulator is not None:
-            text, calls = self.accumulator.text, self.calls
-            if text or calls:
-                out.append(ChatMessage(MessageRole.ASSISTANT, text, calls or None))
+            assistant = self.accumulator.message(self.calls)  # text, calls, reasoning, data
+            if assistant is not None:
+                out.append(assistant)
         for call in self.calls:
             called = self.results.get(call.id)
             if called is not None:
-                out.append(ChatMessage.tool_result(call, called.result))
+                out.append(ChatMessage.tool_result(call, called.content))
         return out
 
 
