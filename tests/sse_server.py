@@ -1,5 +1,5 @@
 """A small HTTP/1.1 server on 127.0.0.1 that replays scripted responses, for the OpenAI client's
-tests: real sockets and real HTTP, no mocks of httpx.
+tests: real sockets and real HTTP, no mocks of httpx2.
 
 Each request takes the next :class:`Reply`: a status, headers, and a body written in the given
 pieces -- one socket write per piece, and the server waits until every other task is blocked
@@ -13,7 +13,7 @@ from __future__ import annotations
 import http
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -39,6 +39,8 @@ class Reply:
     even the status line."""
     paced: bool = True
     """Wait for all other tasks to block between pieces, so each is read on its own."""
+    interval: float = 0.0
+    """Seconds to sleep before each piece (virtual time under ``autojump_clock``)."""
 
     @classmethod
     def error(cls, status: int, body: Any, headers: Mapping[str, str] | None = None) -> Reply:
@@ -70,8 +72,15 @@ class SSEServer:
     ``base_url`` to give the client. A request past the end of the script gets a 500.
     """
 
-    def __init__(self, replies: Iterable[Reply] = ()) -> None:
+    def __init__(
+        self,
+        replies: Iterable[Reply] = (),
+        check: Callable[[Request], Reply | None] | None = None,
+    ) -> None:
         self.replies: deque[Reply] = deque(replies)
+        self.check = check
+        """Looks at each request first: a reply it returns is sent instead of the next scripted
+        one (a server that refuses what it cannot take, as a provider does)."""
         self.requests: list[Request] = []
         self.connections = 0
         """How many connections clients opened."""
@@ -102,7 +111,11 @@ class SSEServer:
                 if request is None:
                     return
                 self.requests.append(request)
-                reply = self.replies.popleft() if self.replies else _UNSCRIPTED
+                refusal = self.check(request) if self.check is not None else None
+                if refusal is not None:
+                    reply = refusal
+                else:
+                    reply = self.replies.popleft() if self.replies else _UNSCRIPTED
                 if not await self._reply(stream, reply):
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -122,6 +135,8 @@ class SSEServer:
         head += [f"{name}: {value}" for name, value in reply.headers.items()]
         await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         for piece in reply.pieces:
+            if reply.interval:
+                await trio.sleep(reply.interval)
             if reply.paced:
                 await trio.testing.wait_all_tasks_blocked()
             if not piece:
