@@ -26,6 +26,7 @@ from ._messages import REASONING_FIELDS, FinishReason, ToolCall, Usage
 from ._options import ToolApprovalResponse
 
 __all__ = [
+    "MODEL_UPDATES",
     "AgentResponseUpdate",
     "Error",
     "Finish",
@@ -225,3 +226,15 @@ AgentResponseUpdate: TypeAlias = (
     | Error
 )
 """Any update a chat client or the loop streams."""
+
+MODEL_UPDATES: tuple[type, ...] = (
+    TextDelta,
+    ReasoningDelta,
+    ProviderDataDelta,
+    ToolCallStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    Finish,
+)
+"""The updates a model's response consists of: what an inner chat client may stream. The others
+(``ToolApprovalRequest``, ``ToolCalled``, ``Error``) only the loop sends."""
