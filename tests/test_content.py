@@ -17,6 +17,7 @@ from trio_invoke import (
     ImagePart,
     MessageRole,
     RawPart,
+    RunOptions,
     ScriptedChatClient,
     TextPart,
     ToolCall,
@@ -233,3 +234,28 @@ def test_any_image_bytes_round_trip(data: bytes, media_type: str) -> None:
     part = ImagePart.from_bytes(data, media_type)
     assert part_from_dict(part.to_dict()) == part
     assert base64.b64decode(part.data or "") == data
+
+
+@tool(requires_approval=True)
+async def plot(title: str) -> ImagePart:
+    """Plot something (asks first)."""
+    return ImagePart(url=f"https://example.com/{title}.png")
+
+
+async def test_an_image_result_with_replaced_arguments_says_so_first() -> None:
+    model = ScriptedChatClient(
+        [tool_calls_response(ToolCall("c1", "plot", '{"title": "a"}')), "ok"]
+    )
+    agent = FunctionInvokingChatClient(model, [plot])
+    with trio.fail_after(10):
+        paused = await agent.get_response([ChatMessage.user("plot")])
+        (request,) = paused.approval_requests
+        resumed = await agent.get_response(
+            [ChatMessage.user("plot"), *paused.messages],
+            RunOptions(tool_approval_responses=[request.approve(arguments={"title": "b"})]),
+        )
+    tool_message = resumed.messages[0]
+    assert tool_message.content == (
+        TextPart('[arguments replaced by the user: {"title":"b"}] '),
+        ImagePart(url="https://example.com/b.png"),
+    )

@@ -310,3 +310,27 @@ def test_values_are_frozen() -> None:
 
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         ChatMessage.user("x").content = "y"  # type: ignore[misc]
+
+
+def test_more_construction_checks_and_views() -> None:
+    class Text(str):
+        pass
+
+    message = ChatMessage.user(Text("hi"))
+    assert type(message.content) is str
+    assert message.parts == (TextPart("hi"),)
+    assert ChatMessage.user("").parts == ()
+    photo = ChatMessage.user([TextPart("a"), ImagePart(url="https://x/y.png")])
+    assert photo.parts == photo.content
+    with pytest.raises(TypeError, match="reasoning must be a str"):
+        ChatMessage(MessageRole.ASSISTANT, "x", reasoning=5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"provider_data\['reasoning'\] must be a string"):
+        ChatMessage(MessageRole.ASSISTANT, "x", reasoning="r", provider_data={"reasoning": 1})
+    with pytest.raises(ValueError, match="key that is not a string"):
+        ChatMessage(MessageRole.ASSISTANT, "x", provider_data={"a": {1: 2}})
+    with pytest.raises(ValueError, match="must be a mapping"):
+        ToolCall("c", "f", "{}", provider_data=[("a", 1)])  # type: ignore[arg-type]
+    shown = repr(ChatMessage(MessageRole.USER, "x", provider_data={"refusal": "no"}))
+    assert "provider_data={'refusal': 'no'}" in shown
+    with pytest.raises(ValueError, match="must be a mapping"):
+        ChatMessage(MessageRole.USER, "x", provider_data=["a"])  # type: ignore[arg-type]

@@ -413,6 +413,11 @@ def calls_of(*deltas: list[dict[str, Any]]) -> list[ToolCall]:
 )
 def test_string_indices_never_credit_arguments_to_the_wrong_call(indices: tuple[Any, Any]) -> None:
     a, b = indices
+    other = {str(a): int(a), int(a): str(a)}  # the same index, written the other way
+    assert calls_of(
+        [call(a, "call_A", "f", '{"x": ')],
+        [call(other[a], arguments="1}")],
+    ) == [ToolCall("call_A", "f", '{"x": 1}')]
     assert calls_of(
         [call(a, "call_A", "get_weather", "")],
         [call(b, "call_B", "get_time", "")],

@@ -238,3 +238,22 @@ def test_wire_messages_with_no_reasoning_leave_the_message_alone() -> None:
     for family in FAMILIES.values():
         for option in (None, True, False):
             assert wire_messages([message], family, option) == [message.to_dict()]
+
+
+def test_the_sans_io_halves_import_without_httpx2() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['httpx2'] = None\n"
+        "from trio_invoke.providers.openai import _decode, _wire\n"
+        "from trio_invoke.providers import _sse\n"
+        "assert 'httpx2' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+        "try:\n"
+        "    from trio_invoke import OpenAIChatClient\n"
+        "except ImportError as exc:\n"
+        "    assert 'trio_invoke[openai]' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('imported without httpx2')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -356,7 +356,7 @@ async def amain(
     async with contextlib.AsyncExitStack() as stack:
         model: ChatClient
         if args.base_url:
-            from .providers.openai._client import OpenAIChatClient  # noqa: PLC0415 -- needs the optional httpx
+            from .providers.openai._client import OpenAIChatClient  # noqa: PLC0415 -- needs the optional httpx2
 
             live = OpenAIChatClient(args.model, base_url=args.base_url, api_key=args.api_key)
             model = await stack.enter_async_context(live)

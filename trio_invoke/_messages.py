@@ -98,8 +98,10 @@ def _preview(value: object, limit: int = 80) -> str:
 
 
 def _call_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    if not value:
+    if value is EMPTY or not value:  # the identity first: the common case, and the cheapest
         return EMPTY
+    if not isinstance(value, Mapping):
+        raise ValueError(f"ToolCall.provider_data must be a mapping, got {_preview(value)}")
     data = json_object({k: v for k, v in value.items() if v is not None}, "ToolCall.provider_data")
     clash = sorted(_CALL_KEYS.intersection(data))
     if clash:
@@ -199,8 +201,10 @@ def _to_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPart, 
 
 
 def _message_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    if not value:
+    if value is EMPTY or not value:
         return EMPTY
+    if not isinstance(value, Mapping):
+        raise ValueError(f"ChatMessage.provider_data must be a mapping, got {_preview(value)}")
     return json_object(
         {k: v for k, v in value.items() if v is not None}, "ChatMessage.provider_data"
     )
@@ -246,7 +250,7 @@ class ChatMessage:
     values): OpenRouter's ``reasoning_details``, ... See the module docstring."""
 
     def __attrs_post_init__(self) -> None:
-        if self.reasoning is None and not self.provider_data:
+        if self.reasoning is None and self.provider_data is EMPTY:  # a plain message: done
             if self.reasoning_field != "reasoning_content":
                 object.__setattr__(self, "reasoning_field", "reasoning_content")
             return

@@ -17,6 +17,14 @@ and its sans-IO event decoder; everything between the socket and the decoder liv
 
 This module needs httpx2: the clients import it only after their own import guard, which names
 their extra.
+
+Why a hand-written retry loop and not stamina (which supports Trio, and whose ``retry_on`` may
+return a delay, enough for ``Retry-After``): the rules here are few and exact -- a retry only
+before any of the response was read, the server's delay or none at all when it is longer than
+``max_retry_delay``, multiplicative jitter -- and the loop that keeps them is forty lines, while
+stamina would add two runtime dependencies (stamina, tenacity) to extras whose point is one HTTP
+stack, and its process-wide switches (``stamina.set_active``, testing mode) would change this
+library's behaviour from the outside.
 """
 
 from __future__ import annotations
