@@ -86,6 +86,8 @@ class SSEServer:
         """How many connections clients opened."""
         self.closed_while_stalled = trio.Event()
         """Set when a client closed a connection whose response was stalling."""
+        self.closed_while_sending = trio.Event()
+        """Set when a client closed a connection while the server was still writing to it."""
         self.port = 0
 
     @property
@@ -119,6 +121,7 @@ class SSEServer:
                 if not await self._reply(stream, reply):
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.closed_while_sending.set()
             return  # the client went away: that is its right
         finally:
             await stream.aclose()

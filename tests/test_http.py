@@ -3,8 +3,10 @@ deadline on a streamed body, httpx2 on Trio. Real HTTP over loopback (tests/sse_
 
 from __future__ import annotations
 
+import gc
 import json
 import math
+import warnings
 from typing import Any
 
 import httpx2
@@ -53,6 +55,14 @@ def delta(content: str | None = None, finish: str | None = None, **fields: Any) 
     if content is not None:
         body["content"] = content
     return data({"choices": [{"index": 0, "delta": body, "finish_reason": finish}]})
+
+
+def no_resource_warnings() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, [str(w.message) for w in leaks]
 
 
 async def collect(model: OpenAIChatClient, into: list[AgentResponseUpdate]) -> None:
@@ -181,7 +191,9 @@ async def test_keep_alives_without_progress_end_in_a_timeout(
         await collect(OpenAIChatClient("m", base_url=server.url, timeout=5.0), seen)
     assert 5 <= trio.current_time() - start < 7
     assert seen == [TextDelta("Hel")]
-    assert isinstance(ModelTimeoutError("x"), ModelTimeoutError)
+    with trio.fail_after(10):
+        await server.closed_while_sending.wait()  # the connection was closed, not left open
+    no_resource_warnings()
 
 
 async def test_keep_alives_before_the_first_token_count_against_it(
