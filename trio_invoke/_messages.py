@@ -13,6 +13,8 @@ from typing import Any
 
 import attrs
 
+from ._text import wire_text
+
 __all__ = ["ChatMessage", "FinishReason", "MessageRole", "ToolCall", "Usage"]
 
 
@@ -54,11 +56,14 @@ class ToolCall:
     """The raw JSON text of the arguments, exactly as the model sent it (possibly invalid)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """This call in the OpenAI format (``{"id", "type": "function", "function": {...}}``)."""
+        """This call in the OpenAI format (``{"id", "type": "function", "function": {...}}``).
+
+        Text that is not valid Unicode is made valid as :meth:`ChatMessage.to_dict` says.
+        """
         return {
-            "id": self.id,
+            "id": wire_text(self.id),
             "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
+            "function": {"name": wire_text(self.name), "arguments": wire_text(self.arguments)},
         }
 
     @classmethod
@@ -133,15 +138,22 @@ class ChatMessage:
         """This message in the OpenAI chat-completions format.
 
         Keys whose value is ``None`` are left out; ``ChatMessage.from_dict(m.to_dict()) == m``
-        for every message (an empty ``tool_calls`` tuple stays an empty tuple).
+        for every message whose text is valid Unicode (an empty ``tool_calls`` tuple stays an
+        empty tuple).
+
+        Text that is not valid Unicode is made valid, exactly as it is sent to a model: a
+        surrogate pair held as two code points becomes its character, and a lone surrogate
+        (``os.listdir`` gives them for file names that are not UTF-8) becomes U+FFFD. So the
+        result always encodes as UTF-8 (``json.dumps(..., ensure_ascii=False).encode()``),
+        and what is stored is what the model saw.
         """
-        data: dict[str, Any] = {"role": self.role.value, "content": self.content}
+        data: dict[str, Any] = {"role": self.role.value, "content": wire_text(self.content)}
         if self.tool_calls is not None:
             data["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         if self.name is not None:
-            data["name"] = self.name
+            data["name"] = wire_text(self.name)
         if self.tool_call_id is not None:
-            data["tool_call_id"] = self.tool_call_id
+            data["tool_call_id"] = wire_text(self.tool_call_id)
         return data
 
     @classmethod
