@@ -4,18 +4,21 @@ Each example draws a scripted model (rounds of calls with valid, empty and broke
 unknown tools), tools that succeed, raise, take their time, hang or need approval, the loop's
 options (timeouts, concurrency, sequential and eager modes, budgets, the round cap and its mode),
 a cancellation point (the run's cancel scope, or leaving the ``async with``), a consumer speed,
-and approval decisions for every pause. After every run it checks that every assistant tool call
-has exactly one tool message in call order, that no tool task outlives the run, that every
-``ToolCalled`` matches a tool message and back, and that the usage adds up. All on a virtual
-clock, so thousands of cases fit in CI time (``RELIABILITY_EXAMPLES`` sets how many; 2,000 by
-default).
+approval decisions for every pause, and text that is not valid Unicode (lone surrogates in the
+model's text and in tool results, as ``os.listdir`` gives them). After every run it checks that
+every assistant tool call has exactly one tool message in call order, that no tool task
+outlives the run, that every ``ToolCalled`` matches a tool message and back, that the usage adds
+up, and that every message converts to valid UTF-8. All on a virtual clock, so thousands of
+cases fit in CI time (``RELIABILITY_EXAMPLES`` sets how many; 2,000 by default).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
+import attrs
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
@@ -30,6 +33,7 @@ from trio_invoke import (
     MessageRole,
     RunOptions,
     ScriptedChatClient,
+    TextDelta,
     ToolApprovalRequest,
     ToolCalled,
     Usage,
@@ -65,6 +69,8 @@ class ChaosTool:
                 await trio.sleep(2)
             if self.name == "hangs":
                 await trio.sleep_forever()
+            if self.name == "lists":
+                return ["caf\udce9.txt", "\udcff\udcfe", "ok.txt"]  # os.listdir, not UTF-8
             return arguments
         finally:
             Probe.live -= 1
@@ -75,8 +81,29 @@ TOOLS = [
     ChaosTool("fails"),
     ChaosTool("sleeps"),
     ChaosTool("hangs"),
+    ChaosTool("lists"),
     ChaosTool("guarded", requires_approval=True),
 ]
+SURROGATES = ["\udcff", "\ud83d", "\ude00", "\ud800\udbff"]
+
+
+def with_surrogates(script: list[list[Any]], every: int | None) -> list[list[Any]]:
+    """``script`` with a lone surrogate added to every ``every``-th text delta."""
+    if every is None:
+        return script
+    deltas = 0
+    mangled: list[list[Any]] = []
+    for response in script:
+        items: list[Any] = []
+        for item in response:
+            if isinstance(item, TextDelta):
+                deltas += 1
+                if deltas % every == 0:
+                    item = attrs.evolve(item, text=item.text + SURROGATES[deltas % 4])  # noqa: PLW2901
+            items.append(item)
+        mangled.append(items)
+    return mangled
+
 
 configs = st.fixed_dictionaries(
     {
@@ -119,6 +146,7 @@ def usage_of(script: list[list[Any]], first: int, last: int) -> Usage | None:
     break_after=st.none() | st.integers(0, 40),
     consumer_delay=st.sampled_from([0, 0, 0.05, 0.7]),
     answers=st.lists(decisions, min_size=8, max_size=8),
+    surrogate_every=st.none() | st.integers(1, 3),
 )
 def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per drawn dimension
     script: list[list[Any]],
@@ -127,7 +155,10 @@ def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per 
     break_after: int | None,
     consumer_delay: float,
     answers: list[str],
+    surrogate_every: int | None,
 ) -> None:
+    script = with_surrogates(script, surrogate_every)
+
     async def one_run(
         client: FunctionInvokingChatClient,
         model: ScriptedChatClient,
@@ -189,9 +220,11 @@ def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per 
                     elif answer == "reject":
                         responses.append(request.reject("no"))
                     else:
-                        responses.append(request.approve(arguments={"edited": True}))
+                        responses.append(request.approve(arguments={"edited": "\udcff"}))
                 scope = trio.CancelScope()  # a scope serves one run
                 options = RunOptions(cancel_scope=scope, tool_approval_responses=responses)
         assert_valid_or_paused(conversation)
+        stored = json.dumps([m.to_dict() for m in conversation], ensure_ascii=False)
+        stored.encode("utf-8")  # never a UnicodeEncodeError
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
