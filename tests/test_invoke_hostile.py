@@ -1,8 +1,7 @@
 """One call, whatever its tool does wrong, gets one result (``_loop/_invoke.py``).
 
-Two cases still break a run: a ``StopLoop`` whose result is not JSON-serialisable, and an
-exception whose ``__str__`` raises under ``include_detailed_errors=True``. The tests below state
-the outcome they must have; they are expected to fail until ``invoke()`` handles both.
+A ``StopLoop`` whose result is not JSON-serialisable still stops the loop, and an exception
+whose ``__str__`` raises under ``include_detailed_errors=True`` still gives its call a result.
 """
 
 from __future__ import annotations
@@ -24,8 +23,6 @@ from trio_invoke import (
     tool,
 )
 from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_calls_response
-
-pytestmark = pytest.mark.xfail(strict=True, reason="lead fixes in _invoke")
 
 USER = [ChatMessage.user("go")]
 

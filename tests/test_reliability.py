@@ -5,11 +5,12 @@ unknown tools), tools that succeed, raise, take their time, hang or need approva
 options (timeouts, concurrency, sequential and eager modes, budgets, the round cap and its mode),
 a cancellation point (the run's cancel scope, or leaving the ``async with``), a consumer speed,
 approval decisions for every pause, and text that is not valid Unicode (lone surrogates in the
-model's text and in tool results, as ``os.listdir`` gives them). After every run it checks that
-every assistant tool call has exactly one tool message in call order, that no tool task
-outlives the run, that every ``ToolCalled`` matches a tool message and back, that the usage adds
-up, and that every message converts to valid UTF-8. All on a virtual clock, so thousands of
-cases fit in CI time (``RELIABILITY_EXAMPLES`` sets how many; 2,000 by default).
+model's text, in tool results as ``os.listdir`` gives them, and in replacement arguments). After
+every run it checks that every assistant tool call has exactly one tool message in call order,
+that no tool task outlives the run, that every ``ToolCalled`` matches a tool message and back,
+that the usage adds up, and that every message converts to valid UTF-8 (exactly, for valid
+text). All on a virtual clock, so thousands of cases fit in CI time (``RELIABILITY_EXAMPLES``
+sets how many; 2,000 by default).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from trio_invoke import (
     Usage,
 )
 from trio_invoke._approval import pending_calls
+from trio_invoke._text import wire_text
 from trio_invoke.testing import assert_transcript_valid, scripted_rounds
 
 USER = [ChatMessage.user("go")]
@@ -51,7 +53,9 @@ class Probe:
 
 
 class ChaosTool:
-    """Accepts any object; then succeeds, raises, sleeps or hangs, by its name."""
+    """Accepts any object; then succeeds, raises, sleeps, hangs, returns text that is not valid
+    Unicode (lone surrogates, as ``os.listdir`` gives for non-UTF-8 names) or raises an interrupt,
+    by its name."""
 
     parameters: dict[str, Any] = {"type": "object"}  # noqa: RUF012
 
@@ -69,19 +73,27 @@ class ChaosTool:
                 await trio.sleep(2)
             if self.name == "hangs":
                 await trio.sleep_forever()
-            if self.name == "lists":
-                return ["caf\udce9.txt", "\udcff\udcfe", "ok.txt"]  # os.listdir, not UTF-8
+            if self.name == "mangles":
+                return f"caf\udce9 {arguments}\ud800"
+            if self.name == "interrupts":
+                await trio.sleep(0.5)
+                raise Interrupted
             return arguments
         finally:
             Probe.live -= 1
 
 
+class Interrupted(BaseException):
+    """An interrupt of the test's own (a KeyboardInterrupt would also stop pytest's runner)."""
+
+
 TOOLS = [
     ChaosTool("succeeds"),
+    ChaosTool("mangles"),
+    ChaosTool("interrupts"),
     ChaosTool("fails"),
     ChaosTool("sleeps"),
     ChaosTool("hangs"),
-    ChaosTool("lists"),
     ChaosTool("guarded", requires_approval=True),
 ]
 SURROGATES = ["\udcff", "\ud83d", "\ude00", "\ud800\udbff"]
@@ -169,17 +181,25 @@ def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per 
         whether the caller left early."""
         first_call = len(model.calls)
         updates: list[Any] = []
-        left = False
-        async with client.run(conversation, options) as stream:
-            async for update in stream:
-                updates.append(update)
-                if break_after is not None and len(updates) > break_after:
-                    left = True
-                    break
-                await trio.sleep(consumer_delay)
+        left = interrupted = False
+        try:
+            async with client.run(conversation, options) as stream:
+                async for update in stream:
+                    updates.append(update)
+                    if break_after is not None and len(updates) > break_after:
+                        left = True
+                        break
+                    await trio.sleep(consumer_delay)
+        except Interrupted:  # bare, never in a group; only a tool that interrupts raises it
+            interrupted = True
+            made = [c.name for m in [*conversation, *stream.messages] for c in m.tool_calls or ()]
+            assert "interrupts" in made
         assert Probe.live == 0, "a tool task outlived the run"
         assert not trio.lowlevel.current_task().child_nurseries
         added = stream.messages
+        if interrupted:
+            assert not any(isinstance(u, Finish | Error) for u in updates)
+            return added, None, True
         if left:
             return added, None, True
         tool_messages = {m.tool_call_id: m.content for m in added if m.role is MessageRole.TOOL}
@@ -224,7 +244,13 @@ def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per 
                 scope = trio.CancelScope()  # a scope serves one run
                 options = RunOptions(cancel_scope=scope, tool_approval_responses=responses)
         assert_valid_or_paused(conversation)
-        stored = json.dumps([m.to_dict() for m in conversation], ensure_ascii=False)
-        stored.encode("utf-8")  # never a UnicodeEncodeError
+        for message in conversation:  # text that is not valid Unicode survives the wire format
+            data = message.to_dict()  # as it is sent: pairs joined, lone surrogates U+FFFD
+            json.dumps(data, ensure_ascii=False).encode("utf-8")  # never a UnicodeEncodeError
+            restored = ChatMessage.from_dict(data)
+            assert restored.to_dict() == data
+            assert restored.content == wire_text(message.content)
+            if wire_text(message.content) is message.content and not message.tool_calls:
+                assert restored == message  # valid text: exact
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
