@@ -388,3 +388,30 @@ def test_older_drafts_are_not_rewritten() -> None:
         "dependentRequired": {"a": ["b"]},
     }
     assert for_fastjsonschema(schema) == schema
+
+
+def test_dependencies_schemas_are_rewritten_and_checked_too() -> None:
+    schema = {
+        "type": "object",
+        "dependencies": {"pair": {"properties": {"pair": {"prefixItems": [{"type": "string"}]}}}},
+    }
+    assert errors_of({"pair": [1]}, schema) == ("field 'pair[0]' must be string",)
+    with pytest.raises(ToolDefinitionError, match="multipleOf at #/dependentSchemas/a must be"):
+        compile_validator({"dependentSchemas": {"a": {"multipleOf": 0}}})
+
+
+def test_unevaluated_items_after_2019_09_tuple_items() -> None:
+    schema = wrap({"items": [{"type": "string"}], "unevaluatedItems": False}, DRAFT_2019)
+    validate_against_schema({"t": ["a"]}, schema)
+    assert errors_of({"t": ["a", 1]}, schema) == ("field 't' must contain only specified items",)
+    closed = wrap(
+        {"items": [{"type": "string"}], "additionalItems": True, "unevaluatedItems": False},
+        DRAFT_2019,
+    )
+    validate_against_schema({"t": ["a", 1]}, closed)  # additionalItems evaluated the rest
+
+
+@pytest.mark.parametrize("junk", [{"allOf": 5}, {"oneOf": 3}, {"properties": 5}, {"allOf": [3]}])
+def test_junk_where_schemas_belong_is_a_definition_error(junk: dict[str, Any]) -> None:
+    with pytest.raises(ToolDefinitionError, match="invalid JSON Schema"):
+        compile_validator({"type": "object", **junk})

@@ -895,3 +895,67 @@ async def test_hostile_arguments_become_that_calls_error_result(
     assert hostile.received == []  # the tool never saw the arguments, nor an inf
     assert result.messages[-1].content == "done"
     assert_transcript_valid([ChatMessage.user("go"), *result.messages])
+
+
+def nested_schema(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {}
+    inner = schema
+    for _ in range(depth):
+        inner["properties"] = {"a": {}}
+        inner = inner["properties"]["a"]
+    return schema
+
+
+@pytest.mark.parametrize("depth", [200, 300, 400, 2_000])
+def test_a_schema_too_deep_to_compile_is_a_definition_error(depth: int) -> None:
+    with pytest.raises(ToolDefinitionError, match="invalid JSON Schema: "):
+        compile_validator(nested_schema(depth))
+
+
+def test_a_schema_that_contains_itself_is_a_definition_error() -> None:
+    schema: dict[str, Any] = {"type": "object"}
+    schema["properties"] = {"self": schema}
+    with pytest.raises(ToolDefinitionError, match=r"not JSON \(Circular reference detected\)"):
+        compile_validator(schema)
+
+
+class UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+
+class ExplodingText(str):
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        raise UnprintableError
+
+
+def test_an_exception_that_cannot_even_be_shown_is_named_by_its_type() -> None:
+    schema = {"properties": {"x": {"maxLength": 3}}}
+    assert errors_of({"x": ExplodingText("abcd")}, schema) == (
+        "arguments could not be checked against the schema: UnprintableError",
+    )
+
+
+def test_whatever_else_the_decoder_lets_out_is_an_arguments_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import trio_invoke._validate as module
+
+    class Decoder:
+        def decode(self, raw: str) -> Any:
+            raise MemoryError("out of memory")
+
+    monkeypatch.setattr(module, "_DECODER", Decoder())
+    with pytest.raises(
+        ArgumentsError, match=r"^invalid JSON arguments: MemoryError: out of memory$"
+    ):
+        parse_arguments('{"a": 1}')
+
+
+def test_only_the_numbers_too_large_are_named() -> None:
+    args = {"flag": True, "name": "n", "small": 3, "list": [1.5, BIG], "big": -BIG}
+    schema = {"properties": {"list": {"items": {"multipleOf": 0.5}}, "big": {"multipleOf": 0.5}}}
+    errors = errors_of(args, schema)
+    assert [e.split(" is ")[0] for e in errors] == ["field 'list[1]'", "field 'big'"]

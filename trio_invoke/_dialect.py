@@ -71,8 +71,9 @@ _ONE_SCHEMA = frozenset(
 """Keywords whose value is one schema (``items`` is handled on its own: a schema or a list)."""
 _SCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _SCHEMA_MAP = frozenset(
-    {"$defs", "definitions", "dependentSchemas", "patternProperties", "properties"}
+    {"$defs", "definitions", "dependencies", "dependentSchemas", "patternProperties", "properties"}
 )
+"""Keywords whose value maps names to schemas (``dependencies``: or to lists of names)."""
 _IN_PLACE = frozenset(
     {
         "$dynamicRef",

@@ -438,12 +438,10 @@ def _canonical(schema: Mapping[str, Any]) -> str:
         raise ToolDefinitionError(f"a JSON Schema must be a mapping, got {type(schema).__name__}")
     try:
         return json.dumps(schema, sort_keys=True, default=plain, allow_nan=False)
-    except ValueError as exc:
+    except ValueError as exc:  # NaN or infinity, or a schema that contains itself
         where = _non_finite(schema)
-        problem = f"{where[1]!r} at {where[0]} is" if where else "it holds"
-        raise ToolDefinitionError(
-            f"invalid JSON Schema: not JSON ({problem} not a JSON number: {exc})"
-        ) from exc
+        problem = f"{where[1]!r} at {where[0]} is not a JSON number: " if where else ""
+        raise ToolDefinitionError(f"invalid JSON Schema: not JSON ({problem}{exc})") from exc
     except (TypeError, RecursionError) as exc:
         raise ToolDefinitionError(f"invalid JSON Schema: not JSON ({exc})") from exc
 
@@ -451,10 +449,14 @@ def _canonical(schema: Mapping[str, Any]) -> str:
 def _non_finite(schema: Mapping[str, Any]) -> tuple[str, float] | None:
     """The JSON pointer and value of the first NaN or infinity in ``schema``, if any."""
     stack: list[tuple[object, str]] = [(schema, "#")]
+    seen: set[int] = set()  # a schema that contains itself is not JSON either
     while stack:
         value, where = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
             return where, value
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
         if isinstance(value, Mapping):
             stack.extend((v, f"{where}/{k}") for k, v in value.items())
         elif isinstance(value, list | tuple):
