@@ -94,7 +94,7 @@ class Round:
     """Call id -> the result put into ``events`` (so the caller gets it)."""
     _positions: dict[str, int] = attrs.field(init=False)
     """On resume: call id -> place in call order."""
-    _site: Site = attrs.field(factory=Site, init=False)
+    _site: Site = attrs.field(default=Site(), init=False)
     """What each call's middleware and observer are told: set before the first call starts."""
     # -- written by the loop side ---------------------------------------------------------------
     _turns: trio.MemoryReceiveChannel[Turn] | None = attrs.field(default=None, init=False)
