@@ -38,6 +38,9 @@ from ._messages import FinishReason as FinishReason
 from ._messages import MessageRole as MessageRole
 from ._messages import ToolCall as ToolCall
 from ._messages import Usage as Usage
+from ._middleware import CallNext as CallNext
+from ._middleware import ToolContext as ToolContext
+from ._middleware import ToolMiddleware as ToolMiddleware
 from ._options import RunOptions as RunOptions
 from ._options import ToolApprovalResponse as ToolApprovalResponse
 from ._scripted import ScriptedCall as ScriptedCall
@@ -65,6 +68,7 @@ __all__ = [
     "ApprovalError",
     "ApprovalRequiredTool",
     "ArgumentsError",
+    "CallNext",
     "ChatClient",
     "ChatClientError",
     "ChatMessage",
@@ -98,8 +102,10 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "ToolCalled",
+    "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
+    "ToolMiddleware",
     "ToolTimeoutError",
     "TrioInvokeError",
     "Usage",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import trio
@@ -12,6 +12,9 @@ import trio
 from ._checks import check_count, check_seconds
 from ._exceptions import ConfigurationError
 from ._tools import Tool, ToolDefinition
+
+if TYPE_CHECKING:
+    from ._middleware import ToolMiddleware
 
 __all__ = ["RunOptions", "ToolApprovalResponse"]
 
@@ -185,6 +188,16 @@ class RunOptions:
     """The most tool calls this run executes, overriding the client's ``max_tool_calls``: an
     integer of at least 0. ``None``: the client's setting. Anything else is a
     :class:`ConfigurationError`."""
+
+    approval: Literal["batch", "per_call"] | None = None
+    """How a batch that needs approval pauses in this run, overriding the client's ``approval``
+    (``"batch"``: nothing of it runs; ``"per_call"``: the calls that need no approval run first).
+    ``None``: the client's setting."""
+    middleware: tuple[ToolMiddleware, ...] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(_tuple)
+    )
+    """The middleware of this run's calls, replacing the client's; ``()`` for none. ``None``:
+    the client's."""
 
     def evolve(self, **changes: Any) -> RunOptions:
         """A copy with ``changes`` applied (``attrs.evolve``)."""
