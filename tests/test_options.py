@@ -165,8 +165,16 @@ def test_provider_tools_with_distinct_names_are_fine() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "expected"),
     [
-        ("tool_approval_responses", [{"call_id": "c1"}], "tool_approval_responses[0] must be a"),
-        ("tool_approval_responses", [ToolApprovalResponse("c", True), "c2"], "responses[1] must"),
+        (
+            "tool_approval_responses",
+            [{"call_id": "c1"}],
+            "tool_approval_responses must hold ToolApprovalResponse values, got dict",
+        ),
+        (
+            "tool_approval_responses",
+            [ToolApprovalResponse("c", True), "c2"],
+            "must hold ToolApprovalResponse values, got str",
+        ),
         ("cancel_scope", trio.move_on_after, "cancel_scope must be a trio.CancelScope"),
         ("cancel_scope", object(), "cancel_scope must be a trio.CancelScope"),
         ("parallel_tool_calls", "yes", "parallel_tool_calls must be True, False or None"),

@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 import attrs
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
@@ -189,6 +190,7 @@ def usage_of(script: list[list[Any]], first: int, last: int) -> Usage | None:
     return sum(usages[1:], usages[0]) if usages else None
 
 
+@pytest.mark.slow  # 2,000 examples: about 40 s on 2 cores
 @settings(
     max_examples=int(os.environ.get("RELIABILITY_EXAMPLES", "2000")),
     deadline=None,

@@ -7,6 +7,7 @@ so ``import trio_invoke`` works without httpx.
 
 import contextlib as _contextlib
 import importlib as _importlib
+import importlib.metadata as _metadata
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
@@ -45,6 +46,7 @@ from ._options import RunOptions as RunOptions
 from ._options import ToolApprovalResponse as ToolApprovalResponse
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedChatClient as ScriptedChatClient
+from ._scripted import ScriptedResponse as ScriptedResponse
 from ._tools import ApprovalRequiredTool as ApprovalRequiredTool
 from ._tools import Tool as Tool
 from ._tools import ToolDefinition as ToolDefinition
@@ -61,6 +63,12 @@ from ._validate import validate_against_schema as validate_against_schema
 
 if _TYPE_CHECKING:
     from .providers.openai._client import OpenAIChatClient as OpenAIChatClient
+
+try:
+    __version__: str = _metadata.version("trio-invoke")
+    """The installed distribution's version (PEP 440), from the package metadata."""
+except _metadata.PackageNotFoundError:  # pragma: no cover - imported from a bare checkout
+    __version__ = "0+unknown"
 
 __all__ = [
     "AccumulatedToolCall",
@@ -90,6 +98,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedCall",
     "ScriptedChatClient",
+    "ScriptedResponse",
     "StopLoop",
     "StreamProtocolError",
     "TextDelta",

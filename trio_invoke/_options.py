@@ -67,8 +67,34 @@ class ToolApprovalResponse:
     model's; the tool message records them. ``None`` keeps the model's arguments."""
 
 
-def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+def _responses(value: Iterable[ToolApprovalResponse]) -> tuple[ToolApprovalResponse, ...]:
+    responses: list[ToolApprovalResponse] = []
+    items: Iterable[object] = value  # checked: untyped callers may pass anything
+    for item in items:
+        if not isinstance(item, ToolApprovalResponse):
+            hint = (
+                ": answer a ToolApprovalRequest with request.approve() or request.reject()"
+                if type(item).__name__ == "ToolApprovalRequest"
+                else ""
+            )
+            raise TypeError(
+                "tool_approval_responses must hold ToolApprovalResponse values, got "
+                f"{type(item).__name__}{hint}"
+            )
+        responses.append(item)
+    return tuple(responses)
+
+
+def _tools(value: Iterable[Tool]) -> tuple[Tool, ...]:
     return tuple(value)
+
+
+def _definitions(value: Iterable[ToolDefinition]) -> tuple[ToolDefinition, ...]:
+    return tuple(value)
+
+
+def _middleware(value: Iterable[ToolMiddleware] | None) -> tuple[ToolMiddleware, ...] | None:
+    return None if value is None else tuple(value)
 
 
 def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -86,17 +112,6 @@ def _tool_choice(value: str | Mapping[str, Any] | None) -> str | Mapping[str, An
             f"({type(value).__name__})"
         )
     return MappingProxyType(dict(value))
-
-
-def _responses(
-    instance: RunOptions, attribute: attrs.Attribute[Any], value: tuple[Any, ...]
-) -> None:
-    for index, response in enumerate(value):
-        if not isinstance(response, ToolApprovalResponse):
-            raise TypeError(
-                f"RunOptions tool_approval_responses[{index}] must be a ToolApprovalResponse "
-                f"(request.approve() or request.reject() make one), got {response!r}"
-            )
 
 
 def _unique_names(
@@ -142,11 +157,11 @@ class RunOptions:
     """
 
     tool_approval_responses: tuple[ToolApprovalResponse, ...] = attrs.field(
-        default=(), converter=_tuple, validator=_responses
+        default=(), converter=_responses
     )
     """Answers to the approval requests of an earlier run, whose messages this run continues."""
     provider_tools: tuple[Tool, ...] = attrs.field(
-        default=(), converter=_tuple, validator=_unique_names
+        default=(), converter=_tools, validator=_unique_names
     )
     """Tools for this run only. They add to the client's tools; one with the name of an existing
     tool replaces it only if it requires approval (the safer version wins). Two with one name
@@ -157,7 +172,7 @@ class RunOptions:
     """Cancel the run from anywhere with ``cancel_scope.cancel()`` (or a deadline): the model
     stream and the tools stop promptly, the stream ends with ``Error("cancelled")`` and the
     transcript stays valid. A scope can be entered once, so use a fresh scope per run."""
-    tools: tuple[ToolDefinition, ...] = attrs.field(default=(), converter=_tuple)
+    tools: tuple[ToolDefinition, ...] = attrs.field(default=(), converter=_definitions)
     """The tools the model may call. :class:`FunctionInvokingChatClient` fills this in for its
     inner client every round; a chat client sends them to the model."""
     tool_choice: str | Mapping[str, Any] | None = attrs.field(
@@ -193,9 +208,7 @@ class RunOptions:
     """How a batch that needs approval pauses in this run, overriding the client's ``approval``
     (``"batch"``: nothing of it runs; ``"per_call"``: the calls that need no approval run first).
     ``None``: the client's setting."""
-    middleware: tuple[ToolMiddleware, ...] | None = attrs.field(
-        default=None, converter=attrs.converters.optional(_tuple)
-    )
+    middleware: tuple[ToolMiddleware, ...] | None = attrs.field(default=None, converter=_middleware)
     """The middleware of this run's calls, replacing the client's; ``()`` for none. ``None``:
     the client's."""
 

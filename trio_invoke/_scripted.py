@@ -23,8 +23,9 @@ ScriptedItem: TypeAlias = AgentResponseUpdate | BaseException | str
 reaches it; or a string, short for ``TextDelta(s)``."""
 
 ScriptedResponse: TypeAlias = str | Sequence[ScriptedItem]
-"""One scripted response: a list of items to stream (see :data:`ScriptedItem`), or a plain
-string, short for ``[TextDelta(s), Finish(FinishReason.STOP)]``."""
+"""One scripted response: a list of items to stream (updates; exceptions, raised when the stream
+reaches them; strings, short for ``TextDelta(s)``), or a plain string, short for
+``[TextDelta(s), Finish(FinishReason.STOP)]``."""
 
 _UPDATE_TYPES: tuple[type, ...] = typing.get_args(AgentResponseUpdate)
 

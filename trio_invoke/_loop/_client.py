@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Literal
 
 import trio
@@ -224,11 +224,11 @@ class FunctionInvokingChatClient:
 
     # -- the public surface --------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[InvocationStream]:
-        """Run the loop on ``messages``; the value is an :class:`InvocationStream` of updates.
+    ) -> AbstractAsyncContextManager[InvocationStream]:
+        """Run the loop on ``messages``: an async context manager whose value is an
+        :class:`InvocationStream` of updates (``async with agent.run(messages) as stream:``).
 
         Raises:
             ApprovalError: the conversation ends with calls waiting for approval and the
@@ -242,6 +242,12 @@ class FunctionInvokingChatClient:
         the calls that were complete (each answered, ``"Error: cancelled"`` if it never
         finished), nothing of calls the model had not finished sending.
         """
+        return self._run(messages, options)
+
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[InvocationStream]:
         options = options or RunOptions()
         conversation = _checked_messages(messages)
         tools = _merge_tools(self._tools, options.provider_tools)
