@@ -522,6 +522,12 @@ def telemetry(ctx: Context) -> Outcome:
     return Outcome(rows, skipped)
 
 
+def mcp(ctx: Context) -> Outcome:
+    from ._mcp import mcp as run  # noqa: PLC0415 -- it imports this module
+
+    return run(ctx)
+
+
 WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "fan-out": fan_out,
     "rounds": rounds,
@@ -531,6 +537,7 @@ WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "memory": memory,
     "eager": eager,
     "telemetry": telemetry,
+    "mcp": mcp,
 }
 
 

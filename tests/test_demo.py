@@ -285,3 +285,49 @@ def test_live_server_failure_is_a_clear_error(
 def test_base_url_and_model_go_together(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         _demo.parse_args(argv)
+
+
+async def test_demo_with_an_mcp_server(nursery: trio.Nursery) -> None:
+    from sse_server import Reply, SSEServer
+    from test_openai import ollama_chunk, sse
+
+    server_script = Path(__file__).with_name("mcp_server.py")
+    call = {"index": 0, "id": "call_1", "type": "function",
+            "function": {"name": "add", "arguments": '{"a": 40, "b": 2}'}}  # fmt: skip
+    server = SSEServer(
+        [
+            Reply([sse(ollama_chunk({"tool_calls": [call]}, "tool_calls"), "[DONE]")]),
+            Reply([sse(ollama_chunk({"content": "40 + 2 = 42."}, "stop"), "[DONE]")]),
+        ]
+    )
+    await nursery.start(server.serve)
+    out = io.StringIO()
+    command = f"{sys.executable} {server_script}"
+    argv = ["--base-url", server.url, "--model", "m", "--mcp", command, "--no", "40+2?"]
+    with trio.fail_after(60):
+        messages = await _demo.amain(_demo.parse_args(argv), _demo.Printer(out))
+    assert "mcp: test-server" in out.getvalue()
+    assert "<- [ok] add" in out.getvalue()
+    offered = [t["function"]["name"] for t in server.requests[0].json["tools"]]
+    assert {"calculate", "add", "echo"} <= set(offered)
+    (result,) = [m for m in messages if m.tool_call_id == "call_1"]
+    assert result.content == "42"
+    assert messages[-1] == ChatMessage.assistant("40 + 2 = 42.")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--mcp", "python server.py"], ["--base-url", "http://x/v1", "--model", "m", "--mcp", " "]],
+)
+def test_mcp_needs_base_url_and_a_command(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        _demo.parse_args(argv)
+
+
+def test_an_mcp_server_that_cannot_start_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--mcp", "no-such-mcp-server"]
+    assert _demo.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: could not start MCP server 'no-such-mcp-server'")

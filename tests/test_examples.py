@@ -50,11 +50,16 @@ EXPECTED = {
         "finish: stop, 2 model calls",
     ],
 }
-ARGS = {"cancellation.py": ["--deadline", "0.3"]}
+ARGS = {"cancellation.py": ["--deadline", "0.3"], "mcp_agent.py": ["--yes"]}
+SUPPORT = {"mcp_notes_server.py"}  # not a program of its own: mcp_agent.py starts it
+EXPECTED["mcp_agent.py"] = [
+    "tools: nb_notes_add (notes.add), nb_notes_search (notes.search)",
+    "assistant: Done. The note 'trio' says: Structured concurrency for Python.",
+]
 
 
 def test_every_example_is_listed_here() -> None:
-    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted([*EXPECTED, *SUPPORT])
 
 
 def check(output: str, expected: list[str]) -> None:
@@ -99,6 +104,7 @@ LIVE_EXPECTED = {
     ],
     "testing_your_agent.py": ["4 passed"],
     "custom_chat_client.py": ["  [model call 2 finished: stop", "answer: The tools said: "],
+    "mcp_agent.py": ["  nb_notes_add ", "assistant: The tools said: "],
 }
 
 

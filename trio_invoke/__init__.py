@@ -27,6 +27,7 @@ from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._exceptions import StopLoop as StopLoop
 from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
+from ._exceptions import ToolError as ToolError
 from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import TrioInvokeError as TrioInvokeError
 from ._function_tool import FunctionTool as FunctionTool
@@ -114,6 +115,7 @@ __all__ = [
     "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
+    "ToolError",
     "ToolMiddleware",
     "ToolTimeoutError",
     "TrioInvokeError",

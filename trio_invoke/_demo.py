@@ -7,6 +7,8 @@ hundred milliseconds, ``LATENCY``), so that the output shows the calls of a batc
 a line per batch gives its wall time beside the sum of its calls' times.
 
 Ctrl-C anywhere, at the approval prompt too, ends the demo with one line and exit status 130.
+With ``--base-url``, ``--mcp "COMMAND ARGS"`` adds the tools of MCP servers started over
+stdio.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import datetime
 import importlib
 import operator
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +30,7 @@ import attrs
 import trio
 
 from ._client import ChatClient
-from ._exceptions import ChatClientError, HTTPStatusError, ModelTimeoutError
+from ._exceptions import HTTPStatusError, ModelTimeoutError, TrioInvokeError
 from ._function_tool import tool
 from ._loop._client import FunctionInvokingChatClient
 from ._messages import ChatMessage, FinishReason, Usage
@@ -387,12 +390,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--model", help="the model's name at --base-url, e.g. llama3.2")
     parser.add_argument("--api-key", help="the API key (default: $OPENAI_API_KEY, or none)")
+    parser.add_argument(
+        "--mcp",
+        action="append",
+        default=[],
+        metavar='"COMMAND ARGS"',
+        help="also give the model the tools of this MCP server, started over stdio (one "
+        "shell-quoted command line; repeat for more servers; needs --base-url and the extra "
+        "trio-invoke[mcp])",
+    )
     parser.add_argument("prompt", nargs="?", default=PROMPT, help="the user's message")
     args = parser.parse_args(argv)
     if args.base_url and not args.model:
         parser.error("--base-url needs --model")
     if args.model and not args.base_url:
         parser.error("--model needs --base-url (without it the demo uses the scripted model)")
+    if args.mcp and not args.base_url:
+        parser.error("--mcp needs --base-url: the scripted model knows only the demo's tools")
+    for command in args.mcp:
+        if not shlex.split(command):
+            parser.error("--mcp takes a command line, got an empty one")
     return args
 
 
@@ -420,6 +437,7 @@ async def amain(
 
     Raises:
         ChatClientError: the live model server failed (``--base-url`` only).
+        MCPConnectionError: an ``--mcp`` server could not be started.
         ImportError: ``--base-url`` without the extra ``trio-invoke[openai]``.
 
     Cancellation: the transcript is lost; no task is left running.
@@ -452,7 +470,16 @@ async def amain(
             f"tools: {', '.join(t.name for t in TOOLS)} (each waits {waits[0] * 1000:.0f}-"
             f"{waits[-1] * 1000:.0f} ms, as a remote service would)"
         )
-        client = FunctionInvokingChatClient(model, TOOLS)
+        tools: list[Any] = list(TOOLS)
+        for command in args.mcp:
+            from .mcp import MCPServer  # noqa: PLC0415 -- needs the optional mcp SDK
+
+            words = shlex.split(command)
+            server = await stack.enter_async_context(MCPServer.stdio(words[0], words[1:]))
+            names = ", ".join(tool.name for tool in server.tools) or "none"
+            printer.line(f"mcp: {server.name} ({command}): {names}")
+            tools += server.tools
+        client = FunctionInvokingChatClient(model, tools)
         messages = [
             ChatMessage.system("You are a helpful assistant. Use the tools when they help."),
             ChatMessage.user(args.prompt),
@@ -479,8 +506,9 @@ def _interrupted(exc: BaseException) -> bool:
 def main(argv: Sequence[str] | None = None, printer: Printer | None = None) -> int:
     """Entry point of ``python -m trio_invoke``.
 
-    Returns 0 on success; 1 if the model server failed or ``--base-url`` lacks its extra (one
-    line on stderr); 130 on Ctrl-C (one line on stderr).
+    Returns 0 on success; 1 if the model server failed, an ``--mcp`` server could not be
+    started (or its tools' names clash), or ``--base-url`` lacks its extra (one line on
+    stderr); 130 on Ctrl-C (one line on stderr).
     """
     args = parse_args(argv)
     printer = printer or Printer()
@@ -496,7 +524,7 @@ def main(argv: Sequence[str] | None = None, printer: Printer | None = None) -> i
             return 1
     try:
         trio.run(amain, args, printer)
-    except ChatClientError as exc:
+    except TrioInvokeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except BaseException as exc:

@@ -18,7 +18,7 @@ import attrs
 import trio
 
 from .._approval import arguments_text
-from .._exceptions import ArgumentsError, StopLoop, ToolTimeoutError
+from .._exceptions import ArgumentsError, StopLoop, ToolError, ToolTimeoutError
 from .._messages import ChatMessage, ToolCall
 from .._middleware import CallNext, ToolContext, ToolMiddleware
 from .._options import ToolApprovalResponse
@@ -222,6 +222,9 @@ async def _call_tool(
         value = await tool.execute(arguments)
     except StopLoop as stop:
         return _stopped(call, stop, started)
+    except ToolError as exc:  # the tool's own words for the model
+        text = f"Error: {_message(exc) or type(exc).__name__}"
+        return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
     except Exception as exc:
         return _raised(call, f"tool {call.name!r}", exc, detailed, started)
     except trio.Cancelled as cancelled:
