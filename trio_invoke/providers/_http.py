@@ -310,6 +310,13 @@ class SSEStream:
     The read timeout bounds the time between two events that produce an update (and the wait
     for the first): a server that sends keep-alive comments, or chunks with nothing in them,
     for that long ends the stream with :class:`ModelTimeoutError`.
+
+    The deadline is a cancel scope around each read that follows a piece without progress (or
+    comes first). A read that follows progress is bounded by httpx2's own read timeout -- the
+    same seconds, counted from that read's start rather than from the progress just before it,
+    a difference of the time the caller took with the updates -- and its timeout reads the same.
+    So the pieces of a streaming answer, nearly all of which make progress, pay for no cancel
+    scope of ours.
     """
 
     def __init__(
@@ -332,6 +339,8 @@ class SSEStream:
         self._error: ModelResponseError | None = None
         self._ended = False
         self._drain_owed = False
+        self._fresh = False
+        """The last piece read made progress (see :meth:`_read`)."""
         self._head = b""  # the start of the body, to say what came instead of events
 
     def __aiter__(self) -> SSEStream:
@@ -353,13 +362,25 @@ class SSEStream:
 
     async def _read(self) -> None:
         piece: bytes | None = None
+        fresh = self._fresh
         try:
-            with trio.move_on_at(self._deadline) as waiting:
+            if fresh:
+                # The last piece made progress: httpx2's read timeout, the same seconds as the
+                # patience, bounds this read from its start, so no cancel scope of our own on
+                # the path every piece takes (entering one costs more than parsing a chunk).
                 piece = await anext(self._bytes)
+            else:
+                with trio.move_on_at(self._deadline) as waiting:
+                    piece = await anext(self._bytes)
+                if waiting.cancelled_caught:
+                    self._ended = True
+                    raise self._no_progress()
         except StopAsyncIteration:
             piece = None
         except httpx2.TimeoutException as exc:
             self._ended = True
+            if fresh and isinstance(exc, httpx2.ReadTimeout):
+                raise self._no_progress() from exc
             raise timeout_error(exc, self._url, self._timeout) from exc
         except httpx2.HTTPError as exc:
             self._ended = True
@@ -367,13 +388,6 @@ class SSEStream:
                 f"the connection to {self._url} broke in the middle of the response: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        if waiting.cancelled_caught:
-            self._ended = True
-            raise ModelTimeoutError(
-                f"the model server at {self._url} timed out (read timeout, "
-                f"{self._patience} s without progress: keep-alive comments and events with "
-                "nothing in them do not count)"
-            )
         try:
             if piece is None:
                 self._ended = True
@@ -381,16 +395,25 @@ class SSEStream:
                 return
             if len(self._head) < PREVIEW:
                 self._head += piece[: PREVIEW - len(self._head)]
-            before = len(self._pending)
+            pending = self._pending
+            before = len(pending)
+            decode = self._decoder.event
             for event in self._parser.feed(piece):
-                self._pending.extend(self._decoder.event(event))
-            if len(self._pending) > before:
+                pending.extend(decode(event))
+            self._fresh = len(pending) > before
+            if self._fresh:
                 self._deadline = trio.current_time() + self._patience
         except ModelResponseError as exc:
             self._error = exc  # raised once the updates before it are delivered
             return
         if self._decoder.finished:
             self._ended = self._drain_owed = True
+
+    def _no_progress(self) -> ModelTimeoutError:
+        return ModelTimeoutError(
+            f"the model server at {self._url} timed out (read timeout, {self._patience} s "
+            "without progress: keep-alive comments and events with nothing in them do not count)"
+        )
 
     async def _drain(self) -> None:
         """Read to the end of the body after the last event (briefly), so that the connection
