@@ -340,14 +340,15 @@ class SSEStream:
         self._ended = False
         self._drain_owed = False
         self._fresh = False
-        """The last piece read made progress (see :meth:`_read`)."""
+        """The last piece read made progress (see :meth:`__anext__`)."""
         self._head = b""  # the start of the body, to say what came instead of events
 
     def __aiter__(self) -> SSEStream:
         return self
 
     async def __anext__(self) -> AgentResponseUpdate:
-        while not self._pending:
+        pending = self._pending
+        while not pending:
             if self._error is not None:
                 error, self._error = self._error, None
                 self._ended = True
@@ -357,37 +358,47 @@ class SSEStream:
                     self._drain_owed = False
                     await self._drain()
                 raise StopAsyncIteration
-            await self._read()
-        return self._pending.popleft()
-
-    async def _read(self) -> None:
-        piece: bytes | None = None
-        fresh = self._fresh
-        try:
-            if fresh:
+            if self._fresh:
                 # The last piece made progress: httpx2's read timeout, the same seconds as the
                 # patience, bounds this read from its start, so no cancel scope of our own on
                 # the path every piece takes (entering one costs more than parsing a chunk).
-                piece = await anext(self._bytes)
+                try:
+                    piece: bytes | None = await anext(self._bytes)
+                except StopAsyncIteration:
+                    piece = None
+                except httpx2.HTTPError as exc:
+                    raise self._broken(exc, fresh=True) from exc
             else:
-                with trio.move_on_at(self._deadline) as waiting:
-                    piece = await anext(self._bytes)
-                if waiting.cancelled_caught:
-                    self._ended = True
-                    raise self._no_progress()
-        except StopAsyncIteration:
-            piece = None
-        except httpx2.TimeoutException as exc:
-            self._ended = True
+                piece = await self._read()
+            self._take(piece)
+        return pending.popleft()
+
+    async def _read(self) -> bytes | None:
+        """The next piece of the body (``None`` at its end), by the progress deadline."""
+        with trio.move_on_at(self._deadline):
+            try:
+                return await anext(self._bytes)
+            except StopAsyncIteration:
+                return None
+            except httpx2.HTTPError as exc:
+                raise self._broken(exc, fresh=False) from exc
+        self._ended = True  # the deadline passed
+        raise self._no_progress()
+
+    def _broken(self, exc: httpx2.HTTPError, *, fresh: bool) -> Exception:
+        """What a failed read of the body raises: a timeout, or a broken connection."""
+        self._ended = True
+        if isinstance(exc, httpx2.TimeoutException):
             if fresh and isinstance(exc, httpx2.ReadTimeout):
-                raise self._no_progress() from exc
-            raise timeout_error(exc, self._url, self._timeout) from exc
-        except httpx2.HTTPError as exc:
-            self._ended = True
-            raise ModelConnectionError(
-                f"the connection to {self._url} broke in the middle of the response: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+                return self._no_progress()
+            return timeout_error(exc, self._url, self._timeout)
+        return ModelConnectionError(
+            f"the connection to {self._url} broke in the middle of the response: "
+            f"{type(exc).__name__}: {exc}"
+        )
+
+    def _take(self, piece: bytes | None) -> None:
+        """Parse ``piece`` (``None``: the end of the body) into updates."""
         try:
             if piece is None:
                 self._ended = True

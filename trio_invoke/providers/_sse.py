@@ -88,6 +88,18 @@ class SSEParser:
             self._started = True
             self._partial = []
             piece = head.removeprefix(_BOM)
+        if not self._partial and piece[-2:] == b"\n\n" and piece[:6] == b"data: ":
+            value = piece[6:-2]
+            if b"\n" not in value and b"\r" not in value and not self._data:
+                # One whole event of one data line, alone in its piece: what a server that
+                # flushes each event sends, nearly every time.
+                event = ServerSentEvent(
+                    value.decode("utf-8", errors="replace"),
+                    self._event or "message",
+                    self.last_event_id,
+                )
+                self._event = ""
+                return [event]
         if b"\n" not in piece and b"\r" not in piece:
             self._partial.append(piece)  # no line ends here: no join, no copy
             return []
