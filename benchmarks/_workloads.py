@@ -528,6 +528,24 @@ def mcp(ctx: Context) -> Outcome:
     return run(ctx)
 
 
+def http(ctx: Context) -> Outcome:
+    from ._http import http as run  # noqa: PLC0415 -- it imports this module
+
+    return run(ctx)
+
+
+def conversations(ctx: Context) -> Outcome:
+    from ._http import conversations as run  # noqa: PLC0415 -- it imports this module
+
+    return run(ctx)
+
+
+def agents(ctx: Context) -> Outcome:
+    from ._http import agents as run  # noqa: PLC0415 -- it imports this module
+
+    return run(ctx)
+
+
 WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "fan-out": fan_out,
     "rounds": rounds,
@@ -538,6 +556,9 @@ WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "eager": eager,
     "telemetry": telemetry,
     "mcp": mcp,
+    "http": http,
+    "conversations": conversations,
+    "agents": agents,
 }
 
 
