@@ -200,24 +200,51 @@ async def floor_agent(http: Any, url: str, tool: NoopTool, marks: list[float]) -
 Run = Callable[[], Awaitable[object]]
 
 
-async def _sample(run: Run, number: int) -> tuple[float, float]:
-    """Wall and CPU seconds per run, over ``number`` runs."""
+class _CollectorTime:
+    """Seconds the garbage collector ran, while counting (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+    def __enter__(self) -> _CollectorTime:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self)
+
+
+Sample = tuple[float, float, float]
+"""Wall, CPU and garbage-collector seconds per run."""
+
+
+async def _sample(run: Run, number: int) -> Sample:
+    """Wall, CPU and collector seconds per run, over ``number`` runs."""
     gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(number):
-        await run()
-    return (time.perf_counter() - wall) / number, (time.process_time() - cpu) / number
+    with _CollectorTime() as collector:
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(number):
+            await run()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return wall / number, cpu / number, collector.seconds / number
 
 
 async def interleaved(
     sides: Mapping[str, Run], repeat: int, number: int = 1, limited: Mapping[str, int] = {}
-) -> dict[str, list[tuple[float, float]]]:
+) -> dict[str, list[Sample]]:
     """``repeat`` samples of each side after one warm-up run, the order rotating each time so
     that drift hits every side alike; a side in ``limited`` takes at most that many samples."""
     names = list(sides)
     for run in sides.values():
         await run()
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    samples: dict[str, list[Sample]] = {name: [] for name in names}
     for index in range(repeat):
         order = names[index % len(names) :] + names[: index % len(names)]
         for name in order:
@@ -226,7 +253,7 @@ async def interleaved(
     return samples
 
 
-def _median(samples: Sequence[tuple[float, float]], which: int) -> float:
+def _median(samples: Sequence[Sample], which: int) -> float:
     return statistics.median(sample[which] for sample in samples)
 
 
@@ -389,7 +416,7 @@ def conversations(ctx: Context) -> Outcome:
     from trio_invoke import OpenAIChatClient  # noqa: PLC0415
 
     repeat = 1 if ctx.settings.quick else 3
-    results: dict[int, dict[str, list[tuple[float, float]]]] = {}
+    results: dict[int, dict[str, list[Sample]]] = {}
     opened: dict[int, dict[str, int]] = {}
 
     async def main(base_url: str) -> None:
@@ -491,11 +518,9 @@ def _with_note(row: Row, note: str) -> Row:
     return attrs.evolve(row, note=note)
 
 
-async def _interleave_no_warmup(
-    sides: Mapping[str, Run], repeat: int
-) -> dict[str, list[tuple[float, float]]]:
+async def _interleave_no_warmup(sides: Mapping[str, Run], repeat: int) -> dict[str, list[Sample]]:
     names = list(sides)
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    samples: dict[str, list[Sample]] = {name: [] for name in names}
     for index in range(repeat):
         order = names[index % len(names) :] + names[: index % len(names)]
         for name in order:
@@ -532,7 +557,7 @@ def agents(ctx: Context) -> Outcome:
     repeat = 1 if ctx.settings.quick else 3
     tool = NoopTool()
     sizes = _sizes(ctx)
-    timing: dict[int, dict[str, list[tuple[float, float]]]] = {}
+    timing: dict[int, dict[str, list[Sample]]] = {}
     latency: dict[int, dict[str, list[float]]] = {}
     peaks: dict[str, int] = {}
 
@@ -636,6 +661,14 @@ def agents(ctx: Context) -> Outcome:
                 _median(samples["floor"], 1) / n,
             )
         )
+        rows.append(
+            Row(
+                "agents",
+                f"of which garbage collection, {n:,} at once",
+                _median(samples["library"], 2) / n,
+                _median(samples["floor"], 2) / n,
+            )
+        )
         lib_lat, flo_lat = latency[n]["library"], latency[n]["floor"]
         for q, label in ((0.5, "p50"), (0.99, "p99")):
             lib_q, flo_q = _quantile(lib_lat, q), _quantile(flo_lat, q)
@@ -661,6 +694,19 @@ def agents(ctx: Context) -> Outcome:
                 "agents",
                 f"CPU per run at {high:,} / at {low:,}, {side}",
                 per_run[high] / per_run[low],
+                None,
+                unit="x",
+            )
+        )
+        outside = {
+            n: statistics.median(cpu - collector for _, cpu, collector in timing[n][side]) / n
+            for n in (low, high)
+        }
+        rows.append(
+            Row(
+                "agents",
+                f"the same, less garbage collection, {side}",
+                outside[high] / outside[low],
                 None,
                 unit="x",
             )
