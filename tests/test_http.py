@@ -417,3 +417,24 @@ async def test_a_slow_caller_is_not_a_slow_server(
                 seen.append(update)
                 await trio.sleep(8)  # longer than the read timeout, between two updates
     assert seen == [TextDelta("a"), TextDelta("b"), TextDelta("c"), Finish(FinishReason.STOP)]
+
+
+@pytest.mark.parametrize(
+    "before",
+    [[], [b": ping\n\n"], [delta(role="assistant")], [delta("a")]],
+    ids=["nothing", "a comment", "a role chunk", "a token"],
+)
+async def test_a_body_that_goes_silent_times_out_after_the_read_timeout(
+    before: list[bytes], server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(Reply(before, ending="stall"))
+    seen: list[AgentResponseUpdate] = []
+    start = trio.current_time()
+    with trio.fail_after(100), pytest.raises(ModelTimeoutError, match=r"read timeout, 5\.0 s"):
+        await collect(OpenAIChatClient("m", base_url=server.url, timeout=5.0), seen)
+    assert 5 <= trio.current_time() - start < 6
+    assert seen == ([TextDelta("a")] if before == [delta("a")] else [])
+    with trio.fail_after(10):
+        await server.closed_while_stalled.wait()
+    no_resource_warnings()

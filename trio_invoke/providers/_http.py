@@ -311,12 +311,12 @@ class SSEStream:
     for the first): a server that sends keep-alive comments, or chunks with nothing in them,
     for that long ends the stream with :class:`ModelTimeoutError`.
 
-    The deadline is a cancel scope around each read that follows a piece without progress (or
-    comes first). A read that follows progress is bounded by httpx2's own read timeout -- the
-    same seconds, counted from that read's start rather than from the progress just before it,
-    a difference of the time the caller took with the updates -- and its timeout reads the same.
-    So the pieces of a streaming answer, nearly all of which make progress, pay for no cancel
-    scope of ours.
+    The deadline is a cancel scope around each read that follows a piece without progress. The
+    first read, and a read that follows progress, is bounded by httpx2's own read timeout -- the
+    same seconds, counted from that read's start rather than from the response's arrival or the
+    progress just before it, a difference of the time the caller took -- and its timeout reads
+    the same. So the pieces of a streaming answer, nearly all of which make progress, pay for no
+    cancel scope of ours.
     """
 
     def __init__(
@@ -339,8 +339,11 @@ class SSEStream:
         self._error: ModelResponseError | None = None
         self._ended = False
         self._drain_owed = False
-        self._fresh = False
-        """The last piece read made progress (see :meth:`__anext__`)."""
+        self._fresh = True
+        """No piece yet, or the last piece made progress: the next read needs no cancel scope
+        of ours (see :meth:`__anext__`)."""
+        self._exhausted = False
+        """The body's iterator has ended: there is nothing left to close."""
         self._head = b""  # the start of the body, to say what came instead of events
 
     def __aiter__(self) -> SSEStream:
@@ -401,7 +404,7 @@ class SSEStream:
         """Parse ``piece`` (``None``: the end of the body) into updates."""
         try:
             if piece is None:
-                self._ended = True
+                self._ended = self._exhausted = True
                 self._pending.extend(self._decoder.end_of_body(self._diagnosis()))
                 return
             if len(self._head) < PREVIEW:
@@ -433,7 +436,9 @@ class SSEStream:
             try:
                 while True:
                     await anext(self._bytes)
-            except (StopAsyncIteration, httpx2.HTTPError):
+            except StopAsyncIteration:
+                self._exhausted = True
+            except httpx2.HTTPError:
                 pass
 
     def _diagnosis(self) -> str:
@@ -454,6 +459,8 @@ class SSEStream:
 
         Cancellation: none needed; this does not block.
         """
+        if self._exhausted:
+            return  # read to its end: the chain has finished, and the response is complete
         with trio.CancelScope() as scope:
             scope.cancel()
             try:
