@@ -92,23 +92,20 @@ class Round:
     # -- written by each call task, for its own call --------------------------------------------
     _results: dict[str, ToolCalled] = attrs.field(factory=dict, init=False)
     """Call id -> the result put into ``events`` (so the caller gets it)."""
-    _positions: dict[str, int] = attrs.field(init=False)
-    """On resume: call id -> place in call order."""
+    _positions: dict[str, int] = attrs.field(factory=dict, init=False)
+    """On resume: call id -> place in call order (set by :meth:`resume`)."""
     _site: Site = attrs.field(default=Site(), init=False)
     """What each call's middleware and observer are told: set before the first call starts."""
     # -- written by the loop side ---------------------------------------------------------------
     _turns: trio.MemoryReceiveChannel[Turn] | None = attrs.field(default=None, init=False)
     _turn: Turn | None = attrs.field(default=None, init=False)
 
-    @_positions.default
-    def _pending_positions(self) -> dict[str, int]:
-        return {call.id: index for index, call in enumerate(self.pending)}
-
     @classmethod
     def resume(
         cls, run: Run, calls: Sequence[ToolCall], decisions: Mapping[str, ToolApprovalResponse]
     ) -> Round:
         round_ = cls(run, RoundPlan(), None, tuple(calls), decisions)
+        round_._positions = {call.id: index for index, call in enumerate(round_.pending)}
         round_._site = run.site(tuple(run.messages))
         return round_
 
