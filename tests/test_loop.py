@@ -74,7 +74,7 @@ def of_type(updates: Any, kind: type) -> list[Any]:
     return [u for u in updates if isinstance(u, kind)]
 
 
-# -- end of stream without tool calls ---------------------------------------------------------
+# -- end of stream without tool calls -------------------------------------------------------------
 
 
 async def test_answer_without_tools_finishes_with_stop() -> None:
@@ -97,7 +97,7 @@ async def test_stream_without_finish_counts_as_stop() -> None:
     assert result.updates[-1] == Finish(FinishReason.STOP, None)
 
 
-# -- tools run, results go back, the loop goes round --------------------------------------------
+# -- tools run, results go back, the loop goes round ----------------------------------------------
 
 
 async def test_tool_round_then_answer() -> None:
@@ -228,7 +228,7 @@ async def test_text_and_tool_calls_share_the_assistant_message() -> None:
     assert result.messages[0].tool_calls == (ToolCall("c1", "add", '{"a": 1, "b": 1}'),)
 
 
-# -- per call: parse, validate, find, execute --------------------------------------------------
+# -- per call: parse, validate, find, execute -----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -335,7 +335,7 @@ async def test_sync_tools_run_in_a_worker_thread() -> None:
     assert result.messages[1].content == "true"
 
 
-# -- max_rounds, and what construction refuses ---------------------------------------------
+# -- max_rounds, and what construction refuses ----------------------------------------------------
 
 
 @pytest.mark.parametrize("max_rounds", [1, 3])
@@ -376,7 +376,7 @@ def test_a_loop_inside_a_loop_is_refused() -> None:
         FunctionInvokingChatClient(inner)
 
 
-# -- Finish, usage, what the inner client is given --------------------------------------------
+# -- Finish, usage, what the inner client is given ------------------------------------------------
 
 
 async def test_tool_calls_finish_is_hidden_and_usage_is_summed() -> None:
@@ -434,7 +434,7 @@ async def test_a_forcing_tool_choice_applies_to_the_first_round_only(choice: Any
     assert result.messages[-1] == ChatMessage.assistant("done")
 
 
-# -- provider tools ---------------------------------------------------------------------------
+# -- provider tools -------------------------------------------------------------------------------
 
 
 async def test_provider_tools_add_new_names_and_replace_only_with_approval_versions() -> None:
@@ -464,7 +464,7 @@ async def test_provider_tools_add_new_names_and_replace_only_with_approval_versi
     assert result.updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
 
 
-# -- approval ---------------------------------------------------------------------------------
+# -- approval -------------------------------------------------------------------------------------
 
 
 def approval_client(*rounds: Any, executed: list[str]) -> FunctionInvokingChatClient:
@@ -594,7 +594,7 @@ async def test_pending_calls_without_approval_need_run_on_resume() -> None:
     assert_transcript_valid([*conversation, *result.messages])
 
 
-# -- the inner client fails -------------------------------------------------------------------
+# -- the inner client fails -----------------------------------------------------------------------
 
 
 async def test_inner_exception_propagates_chained_after_earlier_updates() -> None:
@@ -673,7 +673,7 @@ async def test_a_users_own_exception_group_stays_whole() -> None:
     assert [type(e) for e in info.value.exceptions] == [KeyError]
 
 
-# -- cancellation -----------------------------------------------------------------------------
+# -- cancellation ---------------------------------------------------------------------------------
 
 
 class GatedModel:
