@@ -230,35 +230,119 @@ async def test_max_tool_calls_counts_across_rounds_in_call_order(
     }
 
 
-async def test_consecutive_failed_rounds_withhold_the_tools() -> None:
-    failing = tool_calls_response(ToolCall("x", "broken", "{}"))
+@pytest.mark.parametrize(
+    ("first", "failed"),
+    [
+        (("broken", "{}"), "Error: tool 'broken' raised PermissionError"),
+        (("nope", "{}"), "Error: unknown tool 'nope'. Available tools: work, broken"),
+        (
+            ("work", '{"name": 1}'),
+            "Error: invalid arguments for tool 'work': field 'name': expected string, got integer",
+        ),
+    ],
+    ids=["the tool raised", "unknown tool", "invalid arguments"],
+)
+async def test_the_budget_counts_calls_that_failed(
+    first: tuple[str, str], failed: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    work, _, order = counting_tool()
     script = [
-        [*tool_call_updates("c1", "broken", "{}"), Finish(FinishReason.TOOL_CALLS)],
-        [*tool_call_updates("c2", "broken", "{}"), Finish(FinishReason.TOOL_CALLS)],
-        [*tool_call_updates("c3", "broken", "{}"), Finish(FinishReason.TOOL_CALLS)],
-        failing,  # the model calls again although no tools were offered
+        tool_calls_response(ToolCall("a", *first), ToolCall("b", "work", '{"name": "b"}')),
+        tool_calls_response(
+            ToolCall("c", "work", '{"name": "c"}'), ToolCall("d", "work", '{"name": "d"}')
+        ),
+        "ok",
+    ]
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient(script), [work, broken], max_tool_calls=3
+    )
+    result = await run_to_completion(client, USER)
+    results = called(result)
+    assert results["a"].result == failed
+    assert sorted(order) == ["b", "c"]  # the failed call spent one of the three
+    assert results["d"].result == "Error: not run: this run's budget of tool calls is spent"
+    assert_transcript_valid([*USER, *result.messages])
+
+
+async def test_the_budget_counts_calls_the_user_rejected(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    work, _, order = counting_tool()
+    guarded = ApprovalRequiredTool(broken)
+    script = [
+        tool_calls_response(ToolCall("a", "broken", "{}"), ToolCall("b", "work", '{"name": "b"}')),
+        tool_calls_response(
+            ToolCall("c", "work", '{"name": "c"}'), ToolCall("d", "work", '{"name": "d"}')
+        ),
+        "ok",
+    ]
+    client = FunctionInvokingChatClient(ScriptedChatClient(script), [work, guarded])
+    paused = await run_to_completion(client, USER)
+    (request,) = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    conversation = [*USER, *paused.messages]
+    options = RunOptions(tool_approval_responses=[request.reject("no")], max_tool_calls=3)
+    result = await run_to_completion(client, conversation, options)
+    results = called(result)
+    assert results["a"].result == "Error: the user rejected this call: no"
+    assert sorted(order) == ["b", "c"]  # the rejected call spent one of the three
+    assert results["d"].result == "Error: not run: this run's budget of tool calls is spent"
+    assert_transcript_valid([*conversation, *result.messages])
+
+
+async def test_consecutive_failed_rounds_withhold_the_tools() -> None:
+    script = [
+        tool_calls_response(ToolCall("c1", "broken", "{}")),
+        tool_calls_response(ToolCall("c2", "broken", "{}")),
+        tool_calls_response(ToolCall("c3", "broken", "{}")),
+        # the model calls again although the tools are withheld
+        tool_calls_response(ToolCall("x", "broken", "{}")),
     ]
     model = ScriptedChatClient(script)
     client = FunctionInvokingChatClient(model, [broken], max_consecutive_errors=3)
     result = await run_to_completion(client, USER)
     assert [call.options.tool_choice for call in model.calls] == [None, None, None, "none"]
-    assert called(result)["x"].result.startswith("Error: not run: tools are disabled after 3")
+    assert called(result)["x"].result == (
+        "Error: not run: tools are disabled after 3 rounds in a row in which every call failed"
+    )
     assert result.updates[-1] == Finish(FinishReason.STOP)
     assert_transcript_valid([*USER, *result.messages])
 
 
-async def test_a_success_resets_the_error_streak() -> None:
+FAILS = ToolCall("f", "broken", "{}")
+WORKS = ToolCall("w", "nap", '{"seconds": 0}')
+
+
+@pytest.mark.parametrize(
+    "middle",
+    [(WORKS,), (FAILS, WORKS), (WORKS, FAILS)],
+    ids=["a success", "a failure and a success", "a success and a failure"],
+)
+async def test_a_success_resets_the_error_streak(middle: tuple[ToolCall, ...]) -> None:
+    """A round in which any call succeeded resets the streak to zero: the tools are withheld
+    only after two more failed rounds (a withheld round still lists the tools, so look at
+    ``tool_choice``)."""
+
+    def round_of(n: int, *calls: ToolCall) -> list[Any]:
+        return tool_calls_response(*(ToolCall(f"{c.id}{n}", c.name, c.arguments) for c in calls))
+
     script = [
-        tool_calls_response(ToolCall("a", "broken", "{}")),
-        tool_calls_response(ToolCall("b", "nap", '{"seconds": 0}')),
-        tool_calls_response(ToolCall("c", "broken", "{}")),
+        round_of(1, FAILS),
+        round_of(2, *middle),
+        round_of(3, FAILS),
+        round_of(4, FAILS),
         "done",
     ]
     model = ScriptedChatClient(script)
     client = FunctionInvokingChatClient(model, [broken, nap], max_consecutive_errors=2)
     result = await run_to_completion(client, USER)
+    assert [call.options.tool_choice for call in model.calls] == [None, None, None, None, "none"]
     assert all(len(call.options.tools) == 2 for call in model.calls)
+    results = called(result)
+    assert results["w2"].result == "slept 0"
+    for call_id in ("f1", "f3", "f4"):
+        assert results[call_id].result == "Error: tool 'broken' raised PermissionError"
     assert result.messages[-1] == ChatMessage.assistant("done")
+    assert result.updates[-1] == Finish(FinishReason.STOP)
 
 
 # -- the round cap's answer mode ----------------------------------------------------------------
