@@ -34,7 +34,7 @@ def test_spec_names_are_importable() -> None:
 def test_all_is_sorted_and_complete() -> None:
     assert list(trio_invoke.__all__) == sorted(trio_invoke.__all__)
     public = {n for n in dir(trio_invoke) if not n.startswith("_")}
-    submodules = {"testing", "providers"}
+    submodules = {"testing", "providers", "mcp", "otel"}
     lazy = {"OpenAIChatClient"}  # needs the openai extra: importable, but not in __all__
     assert public - submodules - lazy == set(trio_invoke.__all__)
     assert "OpenAIChatClient" in dir(trio_invoke)

@@ -13,6 +13,7 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
     ├── ConversationError (ValueError)    a conversation to continue that is not a valid transcript
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
     ├── ToolTimeoutError (TimeoutError)   a tool call ran out of time (on ToolCalled.exception)
+    ├── ToolError                         raised by a tool: its message is the call's result
     └── ChatClientError                   the chat client failed; a wrapped original is __cause__
         ├── StreamProtocolError           its updates contradict each other, or are not updates
         ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
@@ -25,7 +26,8 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
 
 Tool failures are never raised: they become error results that go back to the model. An
 interrupt (``KeyboardInterrupt``, ``SystemExit``) is never caught: it ends the run and comes out
-of the stream (or its ``async with``) as it is.
+of the stream (or its ``async with``) as it is. ``trio_invoke.mcp`` adds its own exceptions
+under :class:`ToolError` and :class:`TrioInvokeError` (see that module).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ __all__ = [
     "StopLoop",
     "StreamProtocolError",
     "ToolDefinitionError",
+    "ToolError",
     "ToolTimeoutError",
     "TrioInvokeError",
 ]
@@ -86,6 +89,24 @@ class ConversationError(TrioInvokeError, ValueError):
 class ToolTimeoutError(TrioInvokeError, TimeoutError):
     """A tool call ran longer than its time limit. Never raised: the loop puts it on
     ``ToolCalled.exception`` and the model gets an error result naming the limit."""
+
+
+class ToolError(TrioInvokeError):
+    """Raise from a tool to answer the call with an error result that says ``str(exc)``.
+
+    Any other exception becomes an error result that names only its type (unless the client has
+    ``include_detailed_errors=True``), since its message may not be meant for the model. A
+    ``ToolError``'s message is: the model reads ``"Error: <message>"`` and can correct itself.
+    The exception is on ``ToolCalled.exception``.
+
+    Example::
+
+        @tool
+        async def lookup(key: str) -> str:
+            if key not in table:
+                raise ToolError(f"no entry {key!r}; known keys: {', '.join(table)}")
+            return table[key]
+    """
 
 
 class ScriptExhaustedError(TrioInvokeError):
