@@ -38,7 +38,7 @@ class FunctionChatClient:
         def model(messages, options):
             last = messages[-1]
             if last.role is MessageRole.TOOL:
-                return "Found it." if "found" in last.content else "Nothing there."
+                return "Found it." if "found" in last.text else "Nothing there."
             return tool_calls_response(ToolCall("c1", "search", '{"q": "keys"}'))
 
         agent = FunctionInvokingChatClient(FunctionChatClient(model), [search])
