@@ -1229,3 +1229,73 @@ async def test_an_image_from_a_tool_reaches_the_model_in_a_user_message(
     }
     tool_message = response.messages[1]
     assert tool_message.content == (ImagePart(data="iVBORw0KGgo=", media_type="image/png"),)
+
+
+# -- text that is not valid Unicode --------------------------------------------------------------
+
+
+def escaped(chunk: dict[str, Any]) -> str:
+    """A chunk as JSON with every non-ASCII character escaped: how a server sends a lone
+    surrogate (``"\\udcff"``), or a character's surrogate pair split over two chunks."""
+    return json.dumps(chunk)
+
+
+@tool
+async def list_dir(hint: str = "") -> list[str]:
+    """File names, as os.listdir gives them for names that are not UTF-8."""
+    assert hint == "\udcff"  # the model's lone surrogate reaches the tool as it was sent
+    return ["caf\udce9.txt", "ok.txt"]
+
+
+async def test_invalid_unicode_never_stops_the_next_request(server: SSEServer) -> None:
+    # Round 1: text whose emoji is split over two chunks plus half a pair, and a call whose
+    # arguments hold a lone surrogate; the tool's result holds one too. Round 2 must be sent.
+    round_1 = sse(
+        escaped(openai_chunk({"role": "assistant", "content": "Look \ud83d"})),
+        escaped(openai_chunk({"content": "\ude00 and \ud800!"})),
+        escaped(openai_chunk({"tool_calls": [call_start(0, "call_1", "list_dir")]})),
+        escaped(openai_chunk({"tool_calls": [call_args(0, '{"hint": "\udcff"}')]})),
+        escaped(openai_chunk({}, "tool_calls")),
+        "[DONE]",
+    )
+    server.add(Reply(cut(round_1, 9)), Reply([OPENAI_TEXT]))
+    agent = FunctionInvokingChatClient(client_for(server), [list_dir])
+    with trio.fail_after(20):
+        async with agent.run(USER) as stream:
+            updates = [update async for update in stream]
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(12, 9))
+    assert len(server.requests) == 2
+    raw = server.requests[1].body
+    raw.decode("utf-8")  # strict UTF-8 on the wire
+    sent = server.requests[1].json["messages"]
+    assert sent[1]["content"] == "Look 😀 and \ufffd!"
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == '{"hint": "\ufffd"}'
+    assert json.loads(sent[2]["content"]) == ["caf\ufffd.txt", "ok.txt"]
+    assert "\\ud" not in raw.decode()  # replaced, not escaped
+    assert_transcript_valid(stream.messages)
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["user text", "tool description", "tool schema", "model option", "tool name in history"],
+)
+async def test_any_field_with_invalid_unicode_is_sent_as_valid_utf8(
+    server: SSEServer, where: str
+) -> None:
+    bad = "x\udcffy\ud83d\ude00"
+    messages = [ChatMessage.user(bad if where == "user text" else "hi")]
+    if where == "tool name in history":
+        call = trio_invoke.ToolCall("c\udcff", bad, "{}")
+        messages += [ChatMessage.assistant("", [call]), ChatMessage.tool_result(call, bad)]
+    definition = trio_invoke.ToolDefinition(
+        "t",
+        bad if where == "tool description" else "d",
+        {"type": "object", "description": bad} if where == "tool schema" else {"type": "object"},
+    )
+    options = RunOptions(
+        tools=[definition], model_options={"user": bad} if where == "model option" else {}
+    )
+    server.add(Reply([OPENAI_TEXT]))
+    await stream_updates(client_for(server), messages, options)
+    (request,) = server.requests
+    assert "x\ufffdy😀" in request.body.decode("utf-8")
