@@ -310,7 +310,7 @@ async def test_unserialisable_result_is_an_error_result() -> None:
     result = await run_to_completion(FunctionInvokingChatClient(model, [give]), USER)
     (called,) = of_type(result.updates, ToolCalled)
     assert called.is_error
-    assert called.result == "Error: tool 'give' returned a object, which is not JSON-serialisable"
+    assert called.result == "Error: tool 'give' returned an object, which is not JSON-serialisable"
 
 
 async def test_a_result_too_deep_for_json_is_an_error_result_not_a_crash() -> None:

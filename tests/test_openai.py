@@ -349,6 +349,24 @@ async def test_crlf_and_keep_alive_comments_cut_between_cr_and_lf(server: SSESer
     assert await stream_updates(client_for(server)) == OPENAI_TEXT_UPDATES
 
 
+async def test_a_chunk_over_several_crlf_data_lines_cut_at_every_cr(server: SSEServer) -> None:
+    # One event may carry its JSON over several data lines (joined with "\n", still JSON); with
+    # CRLF line ends a parser that forgets a CR at the end of a piece ends the event at the
+    # following LF and dispatches half a chunk. Cut after every CR of the body.
+    chunk = json.dumps(openai_chunk({"content": "Café ☕"}), indent=1).split("\n")
+    raw = b"".join(f"data: {line}\r\n".encode() for line in chunk) + b"\r\n"
+    raw += OPENAI_TEXT.replace(b"\n", b"\r\n")
+    ends = [i + 1 for i, byte in enumerate(raw) if byte == ord("\r")]
+    server.add(Reply(cut_at(raw, ends)))
+    expected = [TextDelta("Café ☕"), *OPENAI_TEXT_UPDATES]
+    assert await stream_updates(client_for(server)) == expected
+
+
+def cut_at(raw: bytes, points: list[int]) -> list[bytes]:
+    bounds = [0, *points, len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
 async def test_usage_may_come_with_the_finish_chunk_and_done_may_be_missing(
     server: SSEServer,
 ) -> None:
