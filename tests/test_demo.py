@@ -281,10 +281,20 @@ def test_live_server_failure_is_a_clear_error(
     assert capsys.readouterr().err.startswith("error: ")
 
 
-@pytest.mark.parametrize("argv", [["--base-url", "http://127.0.0.1:9/v1"], ["--model", "llama3.2"]])
-def test_base_url_and_model_go_together(argv: list[str]) -> None:
-    with pytest.raises(SystemExit):
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--base-url", "http://127.0.0.1:9/v1"], "--base-url needs --model"),
+        (["--model", "llama3.2"], "--model needs --base-url"),
+    ],
+)
+def test_base_url_and_model_go_together(
+    argv: list[str], why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
         _demo.parse_args(argv)
+    assert info.value.code == 2  # argparse's usage error
+    assert f"error: {why}" in capsys.readouterr().err
 
 
 async def test_demo_with_an_mcp_server(nursery: trio.Nursery) -> None:
@@ -319,9 +329,13 @@ async def test_demo_with_an_mcp_server(nursery: trio.Nursery) -> None:
     "argv",
     [["--mcp", "python server.py"], ["--base-url", "http://x/v1", "--model", "m", "--mcp", " "]],
 )
-def test_mcp_needs_base_url_and_a_command(argv: list[str]) -> None:
-    with pytest.raises(SystemExit):
+def test_mcp_needs_base_url_and_a_command(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
         _demo.parse_args(argv)
+    assert info.value.code == 2  # argparse's usage error
+    assert "--mcp" in capsys.readouterr().err
 
 
 def test_an_mcp_server_that_cannot_start_is_a_clear_error(

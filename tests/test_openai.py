@@ -350,6 +350,24 @@ async def test_crlf_and_keep_alive_comments_cut_between_cr_and_lf(server: SSESer
     assert await stream_updates(client_for(server)) == OPENAI_TEXT_UPDATES
 
 
+async def test_a_chunk_over_several_crlf_data_lines_cut_at_every_cr(server: SSEServer) -> None:
+    # One event may carry its JSON over several data lines (joined with "\n", still JSON); with
+    # CRLF line ends a parser that forgets a CR at the end of a piece ends the event at the
+    # following LF and dispatches half a chunk. Cut after every CR of the body.
+    chunk = json.dumps(openai_chunk({"content": "Café ☕"}), indent=1).split("\n")
+    raw = b"".join(f"data: {line}\r\n".encode() for line in chunk) + b"\r\n"
+    raw += OPENAI_TEXT.replace(b"\n", b"\r\n")
+    ends = [i + 1 for i, byte in enumerate(raw) if byte == ord("\r")]
+    server.add(Reply(cut_at(raw, ends)))
+    expected = [TextDelta("Café ☕"), *OPENAI_TEXT_UPDATES]
+    assert await stream_updates(client_for(server)) == expected
+
+
+def cut_at(raw: bytes, points: list[int]) -> list[bytes]:
+    bounds = [0, *points, len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
 async def test_usage_may_come_with_the_finish_chunk_and_done_may_be_missing(
     server: SSEServer,
 ) -> None:
@@ -1277,3 +1295,73 @@ async def test_an_image_from_a_tool_reaches_the_model_in_a_user_message(
     }
     tool_message = response.messages[1]
     assert tool_message.content == (ImagePart(data="iVBORw0KGgo=", media_type="image/png"),)
+
+
+# -- text that is not valid Unicode --------------------------------------------------------------
+
+
+def escaped(chunk: dict[str, Any]) -> str:
+    """A chunk as JSON with every non-ASCII character escaped: how a server sends a lone
+    surrogate (``"\\udcff"``), or a character's surrogate pair split over two chunks."""
+    return json.dumps(chunk)
+
+
+@tool
+async def list_dir(hint: str = "") -> list[str]:
+    """File names, as os.listdir gives them for names that are not UTF-8."""
+    assert hint == "\udcff"  # the model's lone surrogate reaches the tool as it was sent
+    return ["caf\udce9.txt", "ok.txt"]
+
+
+async def test_invalid_unicode_never_stops_the_next_request(server: SSEServer) -> None:
+    # Round 1: text whose emoji is split over two chunks plus half a pair, and a call whose
+    # arguments hold a lone surrogate; the tool's result holds one too. Round 2 must be sent.
+    round_1 = sse(
+        escaped(openai_chunk({"role": "assistant", "content": "Look \ud83d"})),
+        escaped(openai_chunk({"content": "\ude00 and \ud800!"})),
+        escaped(openai_chunk({"tool_calls": [call_start(0, "call_1", "list_dir")]})),
+        escaped(openai_chunk({"tool_calls": [call_args(0, '{"hint": "\udcff"}')]})),
+        escaped(openai_chunk({}, "tool_calls")),
+        "[DONE]",
+    )
+    server.add(Reply(cut(round_1, 9)), Reply([OPENAI_TEXT]))
+    agent = FunctionInvokingChatClient(client_for(server), [list_dir])
+    with trio.fail_after(20):
+        async with agent.run(USER) as stream:
+            updates = [update async for update in stream]
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(12, 9))
+    assert len(server.requests) == 2
+    raw = server.requests[1].body
+    raw.decode("utf-8")  # strict UTF-8 on the wire
+    sent = server.requests[1].json["messages"]
+    assert sent[1]["content"] == "Look 😀 and \ufffd!"
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == '{"hint": "\ufffd"}'
+    assert json.loads(sent[2]["content"]) == ["caf\ufffd.txt", "ok.txt"]
+    assert "\\ud" not in raw.decode()  # replaced, not escaped
+    assert_transcript_valid(stream.messages)
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["user text", "tool description", "tool schema", "model option", "tool name in history"],
+)
+async def test_any_field_with_invalid_unicode_is_sent_as_valid_utf8(
+    server: SSEServer, where: str
+) -> None:
+    bad = "x\udcffy\ud83d\ude00"
+    messages = [ChatMessage.user(bad if where == "user text" else "hi")]
+    if where == "tool name in history":
+        call = trio_invoke.ToolCall("c\udcff", bad, "{}")
+        messages += [ChatMessage.assistant("", [call]), ChatMessage.tool_result(call, bad)]
+    definition = trio_invoke.ToolDefinition(
+        "t",
+        bad if where == "tool description" else "d",
+        {"type": "object", "description": bad} if where == "tool schema" else {"type": "object"},
+    )
+    options = RunOptions(
+        tools=[definition], model_options={"user": bad} if where == "model option" else {}
+    )
+    server.add(Reply([OPENAI_TEXT]))
+    await stream_updates(client_for(server), messages, options)
+    (request,) = server.requests
+    assert "x\ufffdy😀" in request.body.decode("utf-8")

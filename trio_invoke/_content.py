@@ -27,6 +27,8 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 
+from ._text import wire_json, wire_text
+
 __all__ = [
     "ContentPart",
     "ImagePart",
@@ -117,7 +119,7 @@ class TextPart:
 
     def to_dict(self) -> dict[str, Any]:
         """This part in the OpenAI format."""
-        return {"type": "text", "text": self.text, **json_copy(self.provider_data, "")}
+        return {"type": "text", "text": wire_text(self.text), **wire_json(self.provider_data)}
 
 
 @attrs.frozen
@@ -185,7 +187,7 @@ class ImagePart:
         image: dict[str, Any] = {"url": self.data_url}
         if self.detail is not None:
             image["detail"] = self.detail
-        return {"type": "image_url", "image_url": image, **json_copy(self.provider_data, "")}
+        return {"type": "image_url", "image_url": image, **wire_json(self.provider_data)}
 
 
 def _raw(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -204,8 +206,8 @@ class RawPart:
     """The part, in the OpenAI format: a JSON object with a ``type``."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The part as it came."""
-        copied: dict[str, Any] = json_copy(self.data, "")
+        """The part as it came (its text made valid Unicode, as ``ChatMessage.to_dict`` says)."""
+        copied: dict[str, Any] = wire_json(self.data)
         return copied
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 import attrs
 import trio
 
+from ._checks import check_seconds
 from ._exceptions import ToolDefinitionError
 from ._schema import describe_function
 from ._validate import compile_validator
@@ -57,11 +58,14 @@ class FunctionTool(Generic[P, R]):
             match ``^[a-zA-Z0-9_-]{1,64}$``, as OpenAI-compatible APIs require.
         description: What it does, for the model; the docstring's summary by default.
         requires_approval: Whether every call needs a human's approval first.
-        timeout: Seconds each call may run (overrides the client's ``tool_timeout``).
+        timeout: Seconds each call may run (overrides the client's ``tool_timeout``): a number
+            above 0 (``math.inf``: no limit), or ``None``.
 
     Raises:
         ToolDefinitionError: The function cannot be described (the message names the function
             and the parameter), or the name is not a valid tool name.
+        ConfigurationError: ``timeout`` is NaN, 0, negative or not a number; the message names
+            the value.
     """
 
     func: Callable[P, R]
@@ -95,11 +99,8 @@ class FunctionTool(Generic[P, R]):
         requires_approval: bool = False,
         timeout: float | None = None,
     ) -> None:
+        check_seconds("tool timeout", timeout)
         described = describe_function(func)
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-        ):
-            raise ToolDefinitionError(f"tool timeout must be a number > 0 or None, got {timeout!r}")
         if name is None:
             name = getattr(func, "__name__", None)
             if not isinstance(name, str):
@@ -228,6 +229,8 @@ def tool(
         name: The tool's name; the function's ``__name__`` by default.
         description: The tool's description; the docstring's summary by default.
         requires_approval: Whether every call needs a human's approval first.
+        timeout: Seconds each call may run (overrides the client's ``tool_timeout``); see
+            :class:`FunctionTool`.
 
     Returns:
         A :class:`FunctionTool` (or, with keyword arguments only, a decorator that makes one).
@@ -236,6 +239,7 @@ def tool(
         ToolDefinitionError: The function cannot be described; the message names the function
             and the parameter (``"@tool cannot describe parameter 'x' of function 'f':
             unsupported annotation <class 'bytes'>"``).
+        ConfigurationError: ``timeout`` is not a number above 0 or ``None``.
     """
 
     def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:

@@ -48,6 +48,7 @@ from ._content import (
     show,
     to_parts,
 )
+from ._text import wire_json, wire_text
 
 __all__ = [
     "REASONING_FIELDS",
@@ -141,14 +142,17 @@ class ToolCall:
     ``extra_content``, ...), kept unchanged; see the module docstring."""
 
     def to_dict(self) -> dict[str, Any]:
-        """This call in the OpenAI format (``{"id", "type": "function", "function": {...}}``)."""
+        """This call in the OpenAI format (``{"id", "type": "function", "function": {...}}``).
+
+        Text that is not valid Unicode is made valid as :meth:`ChatMessage.to_dict` says.
+        """
         data: dict[str, Any] = {
-            "id": self.id,
+            "id": wire_text(self.id),
             "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
+            "function": {"name": wire_text(self.name), "arguments": wire_text(self.arguments)},
         }
         if self.provider_data:
-            data.update(json_copy(self.provider_data, ""))
+            data.update(wire_json(self.provider_data))
         return data
 
     @classmethod
@@ -343,25 +347,33 @@ class ChatMessage:
         """This message in the OpenAI chat-completions format.
 
         Keys whose value is ``None`` are left out; ``ChatMessage.from_dict(m.to_dict()) == m``
-        for every message (an empty ``tool_calls`` tuple stays an empty tuple). Content parts are
-        written as a list of parts, the reasoning under :attr:`reasoning_field`, and
-        :attr:`provider_data` beside the rest.
+        for every message whose text is valid Unicode (an empty ``tool_calls`` tuple stays an
+        empty tuple). Content parts are written as a list of parts, the reasoning under
+        :attr:`reasoning_field`, and :attr:`provider_data` beside the rest.
+
+        Text that is not valid Unicode is made valid, exactly as it is sent to a model: a
+        surrogate pair held as two code points becomes its character, and a lone surrogate
+        (``os.listdir`` gives them for file names that are not UTF-8) becomes U+FFFD. So the
+        result always encodes as UTF-8 (``json.dumps(..., ensure_ascii=False).encode()``),
+        and what is stored is what the model saw.
         """
         content = self.content
         data: dict[str, Any] = {
             "role": self.role.value,
-            "content": content if isinstance(content, str) else [p.to_dict() for p in content],
+            "content": (
+                wire_text(content) if isinstance(content, str) else [p.to_dict() for p in content]
+            ),
         }
         if self.tool_calls is not None:
             data["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         if self.name is not None:
-            data["name"] = self.name
+            data["name"] = wire_text(self.name)
         if self.tool_call_id is not None:
-            data["tool_call_id"] = self.tool_call_id
+            data["tool_call_id"] = wire_text(self.tool_call_id)
         if self.reasoning is not None:
-            data[self.reasoning_field] = self.reasoning
+            data[self.reasoning_field] = wire_text(self.reasoning)
         if self.provider_data:
-            data.update(json_copy(self.provider_data, ""))
+            data.update(wire_json(self.provider_data))
         return data
 
     @classmethod

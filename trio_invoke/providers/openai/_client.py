@@ -30,6 +30,7 @@ import attrs
 from ..._exceptions import ConfigurationError
 from ..._messages import ChatMessage
 from ..._options import RunOptions
+from ..._text import wire_text
 from ..._updates import AgentResponseUpdate
 from ._decode import ChunkDecoder, error_message
 from ._wire import ProviderFamily, provider_family, wire_messages
@@ -365,7 +366,14 @@ class OpenAIChatClient:
 
 
 def _encode(body: Mapping[str, Any]) -> bytes:
+    """The request body as UTF-8 JSON; text that is not valid Unicode is made valid
+    (:func:`~trio_invoke._text.wire_text`: a lone surrogate becomes U+FFFD)."""
     try:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"the request body is not JSON-serialisable: {exc}") from exc
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # Surrogates only occur inside JSON strings, so mending the whole text mends each one.
+        return wire_text(text).encode()
