@@ -580,6 +580,18 @@ def test_http_status_error_pickles_with_its_attributes() -> None:
         "HTTP 429: Rate limit reached",
     )
     assert isinstance(copy, trio_invoke.ChatClientError)
+    assert copy.error_type is None
+    typed = pickle.loads(
+        pickle.dumps(HTTPStatusError(529, "Overloaded", error_type="overloaded_error"))
+    )
+    assert (typed.error_type, str(typed)) == (
+        "overloaded_error",
+        "HTTP 529: overloaded_error: Overloaded",
+    )
+    streamed = pickle.loads(
+        pickle.dumps(ModelResponseError("the stream broke", error_type="api_error"))
+    )
+    assert (str(streamed), streamed.error_type) == ("the stream broke", "api_error")
 
 
 @pytest.mark.parametrize(
