@@ -17,6 +17,7 @@ import pytest
 import trio
 import trio.testing
 from anthropic_streams import (
+    CACHED,
     PARALLEL,
     SHAPED,
     TEXT,
@@ -874,3 +875,32 @@ async def test_recorded_parallel_rounds(server: SSEServer) -> None:
         MessageRole.TOOL,
         MessageRole.ASSISTANT,
     ]
+
+
+# -- telemetry ------------------------------------------------------------------------------------
+
+
+async def test_telemetry_names_the_provider_and_the_model(server: SSEServer) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from trio_invoke.otel import Telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    server.add(Reply([CACHED]))
+    agent = FunctionInvokingChatClient(
+        client_for(server), [], telemetry=Telemetry(tracer_provider=provider)
+    )
+    with trio.fail_after(20):
+        response = await agent.get_response(USER)
+    assert response.usage == Usage(
+        2310, 5, cache_read_input_tokens=2000, cache_creation_input_tokens=300
+    )
+    [chat] = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert chat.name == "chat claude-test"
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.provider.name"] == "anthropic"
+    assert chat.attributes["gen_ai.usage.input_tokens"] == 2310
