@@ -36,5 +36,5 @@ def typecheck(session: nox.Session) -> None:
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """The benchmark suite: the library beside the bare-Trio floor (not run by default)."""
-    session.install("-e", ".")
+    session.install("-e", ".[process]")  # the process workload compares threads and processes
     session.run("python", "-m", "benchmarks", *session.posargs)

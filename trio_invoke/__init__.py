@@ -25,6 +25,7 @@ from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._exceptions import StopLoop as StopLoop
 from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
+from ._exceptions import ToolProcessError as ToolProcessError
 from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import TrioInvokeError as TrioInvokeError
 from ._function_tool import FunctionTool as FunctionTool
@@ -41,6 +42,7 @@ from ._options import RunOptions as RunOptions
 from ._options import ToolApprovalResponse as ToolApprovalResponse
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedChatClient as ScriptedChatClient
+from ._threads import current_default_tool_thread_limiter as current_default_tool_thread_limiter
 from ._tools import ApprovalRequiredTool as ApprovalRequiredTool
 from ._tools import Tool as Tool
 from ._tools import ToolDefinition as ToolDefinition
@@ -98,9 +100,11 @@ __all__ = [
     "ToolCalled",
     "ToolDefinition",
     "ToolDefinitionError",
+    "ToolProcessError",
     "ToolTimeoutError",
     "TrioInvokeError",
     "Usage",
+    "current_default_tool_thread_limiter",
     "tool",
     "validate_against_schema",
 ]

@@ -11,6 +11,8 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
     ├── StreamProtocolError               the inner client's stream of updates is inconsistent
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
     ├── ToolTimeoutError (TimeoutError)   a tool call ran out of time (on ToolCalled.exception)
+    ├── ToolProcessError (RuntimeError)   a process tool's worker died, or what crosses to it or
+    │                                     back does not pickle (on ToolCalled.exception)
     └── ChatClientError                   the chat client failed; a wrapped original is __cause__
         ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
         ├── ModelConnectionError          the server was unreachable or the connection broke
@@ -40,6 +42,7 @@ __all__ = [
     "StopLoop",
     "StreamProtocolError",
     "ToolDefinitionError",
+    "ToolProcessError",
     "ToolTimeoutError",
     "TrioInvokeError",
 ]
@@ -83,6 +86,17 @@ class StreamProtocolError(TrioInvokeError):
 class ToolTimeoutError(TrioInvokeError, TimeoutError):
     """A tool call ran longer than its time limit. Never raised: the loop puts it on
     ``ToolCalled.exception`` and the model gets an error result naming the limit."""
+
+
+class ToolProcessError(TrioInvokeError, RuntimeError):
+    """A call of a process tool (``@tool(isolation="process")``) failed around the function.
+
+    Its worker process died (``os._exit``, a segfault, a signal), or what crosses between the
+    processes does not pickle: the function, its arguments, its result or the exception it
+    raised. Never raised by the loop: it goes on ``ToolCalled.exception``, and its message goes
+    to the model in full (it names types, tool names and exit codes, never the tool's data), as
+    the call's error result. A worker's death is ``__cause__`` when it was seen in this process.
+    """
 
 
 class ScriptExhaustedError(TrioInvokeError):

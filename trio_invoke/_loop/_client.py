@@ -43,6 +43,7 @@ from .._exceptions import (
 )
 from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall
 from .._options import RunOptions, ToolApprovalResponse
+from .._threads import ToolThreads
 from .._tools import Tool, ToolDefinition
 from .._updates import (
     AgentResponseUpdate,
@@ -105,7 +106,8 @@ class FunctionInvokingChatClient:
             ``RunOptions.tool_timeout`` overrides per run). A call that runs out gets an error
             result naming the limit; its siblings go on. ``None``: no limit. A sync tool's
             thread cannot be interrupted: it is abandoned and runs to its end in the
-            background, holding one of Trio's worker-thread slots until then.
+            background, holding a token of its tool-thread limiter (``max_tool_threads``)
+            until then; a process tool's worker is killed.
         max_concurrency: The most calls that execute at once: an int (per run) or a
             ``trio.CapacityLimiter`` to share one cap between runs and clients. ``None``: no cap.
         sequential: Run each round's calls one by one in call order instead of concurrently.
@@ -123,6 +125,12 @@ class FunctionInvokingChatClient:
             still streams the rest. Calls from the first one that needs approval on wait for the
             end of the response; results keep call order in the transcript. Ignored when
             ``sequential``.
+        max_tool_threads: The most worker threads the sync tools of this client's runs use at
+            once (``@tool`` on a plain function without its own ``limiter``): an int (one
+            limiter per client and Trio run) or a ``trio.CapacityLimiter`` to share. ``None``:
+            :func:`current_default_tool_thread_limiter` (40 per Trio run). Tool threads never
+            take Trio's own thread slots, so abandoned ones (timed out or cancelled, still
+            running) can hold up other sync tools, never the rest of the program.
 
     Raises:
         ConfigurationError: an option is out of range, two tools share a name, or ``inner`` is
@@ -144,6 +152,7 @@ class FunctionInvokingChatClient:
         max_consecutive_errors: int | None = 3,
         include_detailed_errors: bool = False,
         eager_tools: bool = False,
+        max_tool_threads: int | trio.CapacityLimiter | None = None,
     ) -> None:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
             raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
@@ -171,6 +180,8 @@ class FunctionInvokingChatClient:
         self.max_consecutive_errors = max_consecutive_errors
         self.include_detailed_errors = include_detailed_errors
         self.eager_tools = eager_tools and not sequential
+        self.max_tool_threads = max_tool_threads
+        self._tool_threads = ToolThreads.of(max_tool_threads)
         self._tools: dict[str, Entry] = {}
         for tool in tools:
             if tool.name in self._tools:
@@ -291,6 +302,7 @@ class FunctionInvokingChatClient:
         decisions: dict[str, ToolApprovalResponse],
     ) -> None:
         scope = cancel_scope if cancel_scope is not None else trio.CancelScope()
+        self._tool_threads.install()  # for this task and the run's tasks, which it starts
         not_started = started = CANCELLED
         async with run.send:
             try:

@@ -15,7 +15,7 @@ import attrs
 import trio
 
 from .._approval import arguments_text
-from .._exceptions import ArgumentsError, StopLoop, ToolTimeoutError
+from .._exceptions import ArgumentsError, StopLoop, ToolProcessError, ToolTimeoutError
 from .._messages import ToolCall
 from .._options import ToolApprovalResponse
 from .._tools import Tool
@@ -124,7 +124,8 @@ async def invoke(
     except StopLoop as stop:
         exception, value = stop, stop.result
     except Exception as exc:
-        detail = f": {exc}" if limits.detailed_errors else ""
+        # A ToolProcessError's message is the library's own (types, exit codes), never secret.
+        detail = f": {exc}" if limits.detailed_errors or isinstance(exc, ToolProcessError) else ""
         exception, value = exc, None
         result, is_error = f"Error: tool {call.name!r} raised {type(exc).__name__}{detail}", True
     if value is _TIMED_OUT:
