@@ -47,7 +47,9 @@ class Probe:
 
 
 class ChaosTool:
-    """Accepts any object; then succeeds, raises, sleeps or hangs, by its name."""
+    """Accepts any object; then succeeds, raises, sleeps, hangs, returns text that is not valid
+    Unicode (lone surrogates, as ``os.listdir`` gives for non-UTF-8 names) or raises an interrupt,
+    by its name."""
 
     parameters: dict[str, Any] = {"type": "object"}  # noqa: RUF012
 
@@ -65,13 +67,24 @@ class ChaosTool:
                 await trio.sleep(2)
             if self.name == "hangs":
                 await trio.sleep_forever()
+            if self.name == "mangles":
+                return f"caf\udce9 {arguments}\ud800"
+            if self.name == "interrupts":
+                await trio.sleep(0.5)
+                raise Interrupted
             return arguments
         finally:
             Probe.live -= 1
 
 
+class Interrupted(BaseException):
+    """An interrupt of the test's own (a KeyboardInterrupt would also stop pytest's runner)."""
+
+
 TOOLS = [
     ChaosTool("succeeds"),
+    ChaosTool("mangles"),
+    ChaosTool("interrupts"),
     ChaosTool("fails"),
     ChaosTool("sleeps"),
     ChaosTool("hangs"),
@@ -138,17 +151,25 @@ def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per 
         whether the caller left early."""
         first_call = len(model.calls)
         updates: list[Any] = []
-        left = False
-        async with client.run(conversation, options) as stream:
-            async for update in stream:
-                updates.append(update)
-                if break_after is not None and len(updates) > break_after:
-                    left = True
-                    break
-                await trio.sleep(consumer_delay)
+        left = interrupted = False
+        try:
+            async with client.run(conversation, options) as stream:
+                async for update in stream:
+                    updates.append(update)
+                    if break_after is not None and len(updates) > break_after:
+                        left = True
+                        break
+                    await trio.sleep(consumer_delay)
+        except Interrupted:  # bare, never in a group; only a tool that interrupts raises it
+            interrupted = True
+            made = [c.name for m in [*conversation, *stream.messages] for c in m.tool_calls or ()]
+            assert "interrupts" in made
         assert Probe.live == 0, "a tool task outlived the run"
         assert not trio.lowlevel.current_task().child_nurseries
         added = stream.messages
+        if interrupted:
+            assert not any(isinstance(u, Finish | Error) for u in updates)
+            return added, None, True
         if left:
             return added, None, True
         tool_messages = {m.tool_call_id: m.content for m in added if m.role is MessageRole.TOOL}
@@ -193,5 +214,7 @@ def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per 
                 scope = trio.CancelScope()  # a scope serves one run
                 options = RunOptions(cancel_scope=scope, tool_approval_responses=responses)
         assert_valid_or_paused(conversation)
+        for message in conversation:  # text that is not valid Unicode survives the wire format
+            assert ChatMessage.from_dict(message.to_dict()) == message
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -17,6 +17,7 @@ from ._exceptions import ApprovalError as ApprovalError
 from ._exceptions import ArgumentsError as ArgumentsError
 from ._exceptions import ChatClientError as ChatClientError
 from ._exceptions import ConfigurationError as ConfigurationError
+from ._exceptions import ConversationError as ConversationError
 from ._exceptions import HTTPStatusError as HTTPStatusError
 from ._exceptions import ModelConnectionError as ModelConnectionError
 from ._exceptions import ModelResponseError as ModelResponseError
@@ -71,6 +72,7 @@ __all__ = [
     "ChatMessage",
     "ChatResponse",
     "ConfigurationError",
+    "ConversationError",
     "Error",
     "Finish",
     "FinishReason",

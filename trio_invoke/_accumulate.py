@@ -8,10 +8,12 @@ guessing: a piece for an id that never started is a :class:`StreamProtocolError`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from ._exceptions import StreamProtocolError
-from ._messages import ToolCall
+from ._messages import ChatMessage, MessageRole, ToolCall
 from ._updates import AgentResponseUpdate, TextDelta, ToolCallArgs, ToolCallEnd, ToolCallStart
 
 __all__ = ["AccumulatedToolCall", "ToolCallAccumulator"]
@@ -110,6 +112,17 @@ class ToolCallAccumulator:
         if self._ended == len(self._calls):
             return [call.to_tool_call() for call in self._calls.values()]
         return [c.to_tool_call() for c in self._calls.values() if c.id not in self._open]
+
+    def message(self, calls: Sequence[ToolCall] | None = None) -> ChatMessage | None:
+        """The assistant message of the response so far: its text and its calls (``calls``, as
+        :meth:`finish` or :meth:`completed` gave them, else the completed ones), or ``None``
+        when it has neither."""
+        text = self.text
+        if calls is None:
+            calls = self.completed()
+        if not text and not calls:
+            return None
+        return ChatMessage(MessageRole.ASSISTANT, text, tuple(calls) or None)
 
     def finish(self) -> list[ToolCall]:
         """The response is over: its calls, in call order.

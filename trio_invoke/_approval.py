@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from ._exceptions import ApprovalError
+from ._exceptions import ApprovalError, ConversationError
 from ._messages import ChatMessage, MessageRole, ToolCall
 from ._options import ToolApprovalResponse
 
@@ -45,18 +45,55 @@ def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
     """The calls of the trailing assistant message that have no tool message yet.
 
     The trailing assistant message is the last message, or the last one before the tool
-    messages that end the conversation.
+    messages that end the conversation. Those tool messages (the results of calls that ran
+    before a pause) must answer calls of that message, once each, in call order.
+
+    Raises:
+        ConversationError: a trailing tool message answers a call the assistant message did not
+            make, answers one twice, or answers out of call order; or tool messages end the
+            conversation with no assistant message with calls before them.
     """
+    end = len(messages)
+    start = end
+    while start > 0 and messages[start - 1].role is MessageRole.TOOL:
+        start -= 1
+    if start == 0 or messages[start - 1].role is not MessageRole.ASSISTANT:
+        if start < end:
+            raise ConversationError(
+                f"messages[{start}] is a tool message (for call "
+                f"{messages[start].tool_call_id!r}) that no assistant message with tool calls "
+                "comes before"
+            )
+        return []
+    calls = messages[start - 1].tool_calls or ()
+    if not calls:
+        if start < end:
+            raise ConversationError(
+                f"messages[{start}] is a tool message, but the assistant message before it "
+                "made no tool calls"
+            )
+        return []
+    order = {call.id: index for index, call in enumerate(calls)}
     answered: set[str] = set()
-    for message in reversed(messages):
-        if message.role is MessageRole.TOOL:
-            if message.tool_call_id is not None:
-                answered.add(message.tool_call_id)
-            continue
-        if message.role is MessageRole.ASSISTANT and message.tool_calls:
-            return [call for call in message.tool_calls if call.id not in answered]
-        break
-    return []
+    last = -1
+    for index in range(start, end):
+        call_id = messages[index].tool_call_id
+        where = f"messages[{index}] answers tool call {call_id!r}"
+        if call_id not in order:
+            made = ", ".join(repr(call.id) for call in calls)
+            raise ConversationError(
+                f"{where}, which the assistant message before it did not make (its calls: {made})"
+            )
+        if call_id in answered:
+            raise ConversationError(f"{where} a second time")
+        if order[call_id] < last:
+            raise ConversationError(
+                f"{where} out of call order: it comes after the answer to "
+                f"{calls[last].id!r}, a later call"
+            )
+        answered.add(call_id)
+        last = order[call_id]
+    return [call for call in calls if call.id not in answered]
 
 
 def match_approvals(

@@ -1,28 +1,33 @@
 """The exceptions trio_invoke raises.
 
 Every exception the library raises on purpose derives from :class:`TrioInvokeError`; where the
-meaning overlaps a built-in exception, it derives from that too, so ``except ValueError`` works::
+meaning overlaps a built-in exception, it derives from that too, so ``except ValueError`` and
+``except TimeoutError`` work. The tree says what to catch::
 
     TrioInvokeError
-    ├── ConfigurationError (ValueError)   bad constructor arguments: max_rounds < 1, duplicate tools
+    ├── ConfigurationError (ValueError)   bad constructor or option values: max_rounds < 1,
+    │                                     duplicate tool names, a NaN timeout, a reused cancel scope
     ├── ToolDefinitionError (TypeError)   @tool cannot describe a function (unsupported annotation)
     ├── ArgumentsError (ValueError)       tool arguments that are not valid JSON or break the schema
     ├── ApprovalError (ValueError)        approval responses that do not match the pending calls
-    ├── StreamProtocolError               the inner client's stream of updates is inconsistent
+    ├── ConversationError (ValueError)    a conversation to continue that is not a valid transcript
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
     ├── ToolTimeoutError (TimeoutError)   a tool call ran out of time (on ToolCalled.exception)
     ├── ToolProcessError (RuntimeError)   a process tool's worker died, or what crosses to it or
     │                                     back does not pickle (on ToolCalled.exception)
     └── ChatClientError                   the chat client failed; a wrapped original is __cause__
+        ├── StreamProtocolError           its updates contradict each other, or are not updates
         ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
         ├── ModelConnectionError          the server was unreachable or the connection broke
-        │   └── ModelTimeoutError         the server sent nothing within the read timeout
+        │   └── ModelTimeoutError         (also TimeoutError) no progress within the timeout
         └── ModelResponseError            a malformed or cut-short stream, or an error event in it
 
-Tool failures are never raised: they become error results that go back to the model.
+    StopLoop                              not an error: a tool raises it to end the loop after
+                                          its batch; the loop catches it
 
-Apart from the tree, a tool raises :class:`StopLoop` to end the loop after its batch: a signal the
-loop catches, not an error it reports.
+Tool failures are never raised: they become error results that go back to the model. An
+interrupt (``KeyboardInterrupt``, ``SystemExit``) is never caught: it ends the run and comes out
+of the stream (or its ``async with``) as it is.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ __all__ = [
     "ArgumentsError",
     "ChatClientError",
     "ConfigurationError",
+    "ConversationError",
     "HTTPStatusError",
     "ModelConnectionError",
     "ModelResponseError",
@@ -75,12 +81,9 @@ class ApprovalError(TrioInvokeError, ValueError):
     """Approval responses on resume do not match the calls that are waiting for approval."""
 
 
-class StreamProtocolError(TrioInvokeError):
-    """The inner chat client sent updates that contradict each other.
-
-    For example a ``ToolCallArgs`` for a call id that never started, or a second ``ToolCallStart``
-    for an id that is still open.
-    """
+class ConversationError(TrioInvokeError, ValueError):
+    """A conversation given to ``run()`` cannot be continued: the tool messages that end it do
+    not answer the calls of the assistant message before them, once each, in call order."""
 
 
 class ToolTimeoutError(TrioInvokeError, TimeoutError):
@@ -145,12 +148,21 @@ def _rebuild_http_status_error(
     return HTTPStatusError(status_code, message, body=body, retry_after=retry_after)
 
 
+class StreamProtocolError(ChatClientError):
+    """The inner chat client streamed updates that contradict each other, or something that is
+    not a model update: a failing client.
+
+    For example a ``ToolCallArgs`` for a call id that never started, a second ``ToolCallStart``
+    for an id that is still open, or a ``None``, a dict or a ``ToolCalled`` in the stream.
+    """
+
+
 class ModelConnectionError(ChatClientError):
     """The model server could not be reached, or the connection broke before the response was
     complete. The httpx exception is ``__cause__``."""
 
 
-class ModelTimeoutError(ModelConnectionError):
+class ModelTimeoutError(ModelConnectionError, TimeoutError):
     """The model server sent nothing for longer than the read timeout (or the connect, write or
     pool timeout ran out). The httpx exception is ``__cause__``."""
 

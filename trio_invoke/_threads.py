@@ -16,6 +16,8 @@ Abandoned tool threads can then starve only other tool threads under the same li
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 import attrs
@@ -107,10 +109,20 @@ class ToolThreads:
             self._per_run.set(limiter)
             return limiter
 
-    def install(self) -> None:
-        """Make this the limiter of sync tools for the current task and the tasks it starts
-        from now on (a context variable, so it ends with the task); ``None`` leaves the limiter
-        in effect (an enclosing run's, else the default)."""
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """Make this the limiter of sync tools in the tasks started inside the block.
+
+        A context variable: a task copies it when it starts, and the current task gets its own
+        value back when the block ends, so it reaches a run's tasks and nothing else. ``None``
+        leaves the limiter in effect (an enclosing run's, else the default).
+        """
         limiter = self.limiter()
-        if limiter is not None:
-            _INSTALLED.set(limiter)
+        if limiter is None:
+            yield
+            return
+        token = _INSTALLED.set(limiter)
+        try:
+            yield
+        finally:
+            _INSTALLED.reset(token)

@@ -6,12 +6,19 @@ plain function.
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
-__all__ = ["ApprovalRequiredTool", "Tool", "ToolDefinition"]
+from ._exceptions import ConfigurationError
+
+__all__ = ["TOOL_NAME", "ApprovalRequiredTool", "Tool", "ToolDefinition", "check_tool"]
+
+TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""What OpenAI-compatible APIs (and Anthropic's) accept as a function name (whole)."""
 
 
 @runtime_checkable
@@ -41,6 +48,12 @@ class Tool(Protocol):
         """Whether a human must approve each call before it runs."""
         ...
 
+    @property
+    def timeout(self) -> float | None:
+        """Seconds each call may run, or ``None`` for the loop's ``tool_timeout``. Optional: a
+        tool without this attribute is treated as ``None``."""
+        ...
+
     async def execute(self, arguments: dict[str, Any]) -> Any:
         """Run the tool with validated arguments.
 
@@ -49,6 +62,54 @@ class Tool(Protocol):
         whatever the tool did before that stays done.
         """
         ...
+
+
+_REQUIRED: Final = ("name", "description", "parameters", "requires_approval", "execute")
+
+
+def check_tool(tool: object, what: str = "tool") -> None:
+    """Check that ``tool`` has what the loop needs of a :class:`Tool`.
+
+    Raises:
+        TypeError: ``tool`` is a plain function (decorate it with ``@tool``), or lacks one of
+            the attributes, or its ``execute`` is not ``async``; the message names which.
+        ConfigurationError: its name is not one providers accept (``^[a-zA-Z0-9_-]{1,64}$``).
+    """
+    missing = [attribute for attribute in _REQUIRED if not hasattr(tool, attribute)]
+    if missing and callable(tool):
+        name = getattr(tool, "__qualname__", None) or type(tool).__name__
+        raise TypeError(
+            f"{what} {name} is a function, not a tool: decorate it with @tool "
+            "(from trio_invoke import tool)"
+        )
+    if missing:
+        raise TypeError(
+            f"{what} {tool!r:.80} is not a tool: it has no {', '.join(missing)} attribute "
+            "(a tool has name, description, parameters, requires_approval and async execute)"
+        )
+    execute = getattr(tool, "execute", None)
+    if not (inspect.iscoroutinefunction(execute) or _async_callable(execute)):
+        raise TypeError(
+            f"{what} {tool!r:.80}: its execute attribute must be an async function "
+            f"(async def execute(self, arguments)), got {execute!r:.80}"
+        )
+    name = getattr(tool, "name", None)
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        raise ConfigurationError(
+            f"{what} name {name!r} must match ^[a-zA-Z0-9_-]{{1,64}}$ "
+            "(what OpenAI- and Anthropic-style APIs accept)"
+        )
+    parameters = getattr(tool, "parameters", None)
+    if not isinstance(parameters, Mapping):
+        raise TypeError(
+            f"{what} {name!r}: its parameters attribute must be a JSON Schema object (a "
+            f"mapping), got {type(parameters).__name__}"
+        )
+
+
+def _async_callable(value: object) -> bool:
+    call = getattr(type(value), "__call__", None)  # noqa: B004 -- the type's, not the value's
+    return call is not None and inspect.iscoroutinefunction(call)
 
 
 @attrs.frozen

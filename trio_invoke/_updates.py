@@ -23,6 +23,7 @@ from ._messages import FinishReason, ToolCall, Usage
 from ._options import ToolApprovalResponse
 
 __all__ = [
+    "MODEL_UPDATES",
     "AgentResponseUpdate",
     "Error",
     "Finish",
@@ -149,3 +150,7 @@ AgentResponseUpdate: TypeAlias = (
     | Error
 )
 """Any update a chat client or the loop streams."""
+
+MODEL_UPDATES: tuple[type, ...] = (TextDelta, ToolCallStart, ToolCallArgs, ToolCallEnd, Finish)
+"""The updates a model's response consists of: what an inner chat client may stream. The others
+(``ToolApprovalRequest``, ``ToolCalled``, ``Error``) only the loop sends."""

@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 import trio
 
-__all__ = ["offer", "reraise_single", "send", "single_exception"]
+__all__ = ["offer", "primary", "reraise_single", "send"]
 
 
 def offer(channel: trio.MemorySendChannel[Any], item: Any) -> bool:
@@ -35,19 +35,39 @@ async def send(channel: trio.MemorySendChannel[Any], item: Any) -> None:
         await channel.send(item)
 
 
-def single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """What a group from one of our own nurseries stands for: its one exception that is not
-    ``Cancelled``, or its first ``Cancelled`` if that is all it holds, or the group itself when
-    several exceptions really happened. One level only: a user's own group stays whole."""
-    others = [e for e in group.exceptions if not isinstance(e, trio.Cancelled)]
-    if len(others) == 1:
-        return others[0]
-    return group.exceptions[0] if not others else group
+def primary(exc: BaseException) -> BaseException:
+    """What an exception out of one of our own nurseries stands for: never a group.
+
+    An interrupt -- a ``BaseException`` that is neither an ``Exception`` nor ``Cancelled``, such
+    as ``KeyboardInterrupt`` or ``SystemExit`` -- wins, however deep in groups it is. Otherwise
+    the group's first exception that is not ``Cancelled`` (one level only: a user's own group
+    inside stays whole), else its first ``Cancelled``. An exception that is not a group is itself.
+    """
+    interrupt = _interrupt(exc)
+    if interrupt is not None:
+        return interrupt
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    cancelled, rest = exc.split(trio.Cancelled)
+    if rest is not None:
+        return rest.exceptions[0]
+    assert cancelled is not None
+    return primary(cancelled.exceptions[0])
+
+
+def _interrupt(exc: BaseException) -> BaseException | None:
+    if isinstance(exc, BaseExceptionGroup):
+        for leaf in exc.exceptions:
+            found = _interrupt(leaf)
+            if found is not None:
+                return found
+        return None
+    return None if isinstance(exc, Exception | trio.Cancelled) else exc
 
 
 def reraise_single(group: BaseExceptionGroup[BaseException]) -> NoReturn:
-    """Re-raise :func:`_single_exception` of ``group`` bare, keeping its own context."""
-    exc = single_exception(group)
+    """Re-raise :func:`primary` of ``group`` bare, keeping its own context."""
+    exc = primary(group)
     context = exc.__context__
     try:
         raise exc

@@ -8,6 +8,7 @@ other ``BaseException``\\ s) propagate; the loop answers a cancelled call itself
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -70,6 +71,14 @@ async def _execute(tool: Tool, arguments: dict[str, Any], limit: float | None) -
     return _TIMED_OUT
 
 
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, or a note saying it could not be had (its ``__str__`` raised)."""
+    try:
+        return str(exc)
+    except Exception as error:  # a broken __str__ must not break the call's result
+        return f"<the exception's message could not be read: {type(error).__name__}>"
+
+
 def not_run(call: ToolCall, why: str) -> ToolCalled:
     """The error result of a call that was not run, saying ``why``."""
     return ToolCalled(call, f"Error: not run: {why}", is_error=True)
@@ -125,9 +134,19 @@ async def invoke(
         exception, value = stop, stop.result
     except Exception as exc:
         # A ToolProcessError's message is the library's own (types, exit codes), never secret.
-        detail = f": {exc}" if limits.detailed_errors or isinstance(exc, ToolProcessError) else ""
+        shown = limits.detailed_errors or isinstance(exc, ToolProcessError)
+        detail = f": {_message(exc)}" if shown else ""
         exception, value = exc, None
         result, is_error = f"Error: tool {call.name!r} raised {type(exc).__name__}{detail}", True
+    except trio.Cancelled as cancelled:
+        if trio.current_effective_deadline() == -math.inf:
+            raise  # the run, the round or the caller is cancelling this call
+        # No scope of the run was cancelled: the tool let out a Cancelled of its own making.
+        exception, value = cancelled, None
+        result, is_error = (
+            f"Error: tool {call.name!r} raised trio.Cancelled, but nothing cancelled it",
+            True,
+        )
     if value is _TIMED_OUT:
         exception = ToolTimeoutError(f"tool {call.name!r} timed out after {timeout:g} s")
         result, is_error = f"Error: {exception}", True
@@ -135,10 +154,11 @@ async def invoke(
         try:
             result, is_error = to_text(value), False
         except Exception as exc:  # not JSON: TypeError, ValueError, RecursionError, ...
-            exception = exc
+            exception = exception or exc  # a StopLoop still stops the loop
+            verb = "stopped the loop with" if isinstance(exception, StopLoop) else "returned"
             result, is_error = (
                 (
-                    f"Error: tool {call.name!r} returned a {type(value).__name__}, "
+                    f"Error: tool {call.name!r} {verb} a {type(value).__name__}, "
                     "which is not JSON-serialisable"
                 ),
                 True,

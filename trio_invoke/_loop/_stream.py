@@ -9,7 +9,7 @@ import trio
 
 from .._messages import ChatMessage, FinishReason, Usage
 from .._updates import AgentResponseUpdate, ToolApprovalRequest
-from ._state import RunState
+from ._run import Delivery, Run
 
 __all__ = ["ChatResponse", "InvocationStream"]
 
@@ -40,8 +40,11 @@ class InvocationStream:
     inner chat client failed, iterating raises that failure after the updates produced before it.
     """
 
-    _receive: trio.MemoryReceiveChannel[AgentResponseUpdate]
-    _run: RunState
+    _receive: trio.MemoryReceiveChannel[Delivery]
+    """The run's channel: each round's events channel in turn, then the run's last updates."""
+    _run: Run
+    _round: trio.MemoryReceiveChannel[AgentResponseUpdate] | None = None
+    """The events channel of the round being read, if one is."""
 
     def __aiter__(self) -> InvocationStream:
         return self
@@ -60,21 +63,30 @@ class InvocationStream:
         # once per buffer-full), but every call stays a cancellation point: there is no public
         # "cancel point without a yield", hence trio.lowlevel.
         await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            return self._receive.receive_nowait()
-        except trio.WouldBlock:
-            pass
-        except trio.EndOfChannel:
-            self._end()
-        try:
-            return await self._receive.receive()
-        except trio.EndOfChannel:
-            self._end()
+        while True:
+            source = self._round if self._round is not None else self._receive
+            try:
+                item = source.receive_nowait()
+            except trio.WouldBlock:
+                try:
+                    item = await source.receive()
+                except trio.EndOfChannel:
+                    item = None
+            except trio.EndOfChannel:
+                item = None
+            if item is None:  # the round is over (every task of it), or the run is
+                if source is self._receive:
+                    self._end()
+                self._round = None
+            elif type(item) is trio.MemoryReceiveChannel:
+                self._round = item
+            else:
+                return item
 
     def _end(self) -> NoReturn:
-        error, self._run.error = self._run.error, None
-        if error is not None:
-            raise error from error.__cause__  # keep its cause, drop EndOfChannel
+        failure, self._run.failure = self._run.failure, None
+        if failure is not None:
+            raise failure from failure.__cause__  # keep its cause, drop EndOfChannel
         raise StopAsyncIteration from None
 
     @property

@@ -1,0 +1,390 @@
+"""What the loop is given, checked where it is given: tools, conversations, inner clients that
+break the protocol, cancel scopes, and tools that misbehave in ways ``except Exception`` does not
+see. Each bad input gets an error naming what is wrong, and every call still gets one result."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar
+
+import pytest
+import trio
+import trio.testing
+
+from trio_invoke import (
+    AgentResponseUpdate,
+    ChatClientError,
+    ChatMessage,
+    ConfigurationError,
+    ConversationError,
+    Error,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    RunOptions,
+    ScriptedChatClient,
+    StopLoop,
+    StreamProtocolError,
+    TextDelta,
+    ToolApprovalRequest,
+    ToolCall,
+    ToolCalled,
+    tool,
+)
+from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_calls_response
+
+USER = [ChatMessage.user("go")]
+
+
+@tool
+async def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+# -- tools, checked at construction -------------------------------------------------------------
+
+
+async def plain_async(text: str) -> str:
+    return text
+
+
+def plain_sync(text: str) -> str:
+    return text
+
+
+class Complete:
+    name = "complete"
+    description = "A tool written by hand."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object"}
+    requires_approval = False
+
+    async def execute(self, arguments: dict[str, Any]) -> Any:
+        return "ok"
+
+
+class NoName(Complete):
+    name = None  # type: ignore[assignment]
+
+
+def without(attribute: str) -> object:
+    namespace = {k: v for k, v in vars(Complete).items() if not k.startswith("__")}
+    namespace.pop(attribute)
+    return type(f"Without_{attribute}", (), namespace)()
+
+
+class SyncExecute(Complete):
+    def execute(self, arguments: dict[str, Any]) -> Any:  # type: ignore[override]
+        return "ok"
+
+
+class AsyncCallable:
+    async def __call__(self, arguments: dict[str, Any]) -> Any:
+        return "ok"
+
+
+class CallableExecute(Complete):
+    execute = AsyncCallable()  # type: ignore[assignment]
+
+
+def named(name: Any) -> Complete:
+    tool_ = Complete()
+    tool_.name = name  # type: ignore[misc]
+    return tool_
+
+
+@pytest.mark.parametrize("function", [plain_async, plain_sync, lambda text: text, print])
+def test_a_plain_function_is_a_type_error_saying_to_decorate_it(function: Any) -> None:
+    with pytest.raises(TypeError, match=r"is a function, not a tool: decorate it with @tool"):
+        FunctionInvokingChatClient(ScriptedChatClient([]), [function])
+
+
+@pytest.mark.parametrize(
+    "attribute", ["name", "description", "parameters", "requires_approval", "execute"]
+)
+def test_a_tool_missing_an_attribute_names_it(attribute: str) -> None:
+    with pytest.raises(TypeError, match=rf"has no {attribute} attribute"):
+        FunctionInvokingChatClient(ScriptedChatClient([]), [without(attribute)])
+
+
+def test_a_tool_whose_execute_is_not_async_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="execute attribute must be an async function"):
+        FunctionInvokingChatClient(ScriptedChatClient([]), [SyncExecute()])
+    FunctionInvokingChatClient(ScriptedChatClient([]), [CallableExecute()])  # async __call__: fine
+
+
+@pytest.mark.parametrize(
+    "name", ["", "has space", "dotted.name", "x" * 65, "new\nline", "ok\n", "é", None, 3]
+)
+def test_a_tool_name_providers_refuse_is_a_configuration_error(name: Any) -> None:
+    with pytest.raises(ConfigurationError, match=r"must match \^\[a-zA-Z0-9_-\]\{1,64\}\$"):
+        FunctionInvokingChatClient(ScriptedChatClient([]), [named(name)])
+
+
+@pytest.mark.parametrize("name", ["a", "x" * 64, "get-weather_2", "A_B-c"])
+def test_names_providers_accept_are_fine(name: str) -> None:
+    FunctionInvokingChatClient(ScriptedChatClient([]), [named(name)])
+
+
+def test_parameters_must_be_a_schema_object() -> None:
+    bad = Complete()
+    bad.parameters = '{"type": "object"}'  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="parameters attribute must be a JSON Schema object"):
+        FunctionInvokingChatClient(ScriptedChatClient([]), [bad])
+
+
+@pytest.mark.parametrize("tools", [echo, "echo", Complete])
+def test_tools_must_be_an_iterable_of_tools(tools: Any) -> None:
+    with pytest.raises(TypeError, match="tools"):
+        FunctionInvokingChatClient(ScriptedChatClient([]), tools)
+
+
+async def test_provider_tools_are_checked_on_entering_run() -> None:
+    agent = FunctionInvokingChatClient(ScriptedChatClient(["hi"]))
+    for bad, error in ((plain_async, TypeError), (named("a.b"), ConfigurationError)):
+        with pytest.raises(error, match="provider tool"):
+            async with agent.run(USER, RunOptions(provider_tools=[bad])):
+                pass  # pragma: no cover
+
+
+# -- the conversation ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("messages", "match"),
+    [
+        ([ChatMessage.user("hi"), {"role": "user", "content": "hi"}], r"messages\[1\] is a dict"),
+        ([None], r"messages\[0\] is a NoneType"),
+        ([ChatMessage.user("a"), ChatMessage.user("b"), "c"], r"messages\[2\] is a str"),
+        ("hello", "messages must be a sequence of ChatMessage, got a str"),
+        (ChatMessage.user("hi"), "messages must be a sequence of ChatMessage, got a ChatMessage"),
+    ],
+)
+async def test_run_with_something_that_is_not_a_message_names_its_index(
+    messages: Any, match: str
+) -> None:
+    model = ScriptedChatClient(["hi"])
+    with pytest.raises(TypeError, match=match):
+        async with FunctionInvokingChatClient(model).run(messages):
+            pass  # pragma: no cover
+    assert model.calls == []
+
+
+async def test_a_conversation_ending_in_tool_messages_out_of_order_is_refused() -> None:
+    calls = (ToolCall("a", "echo", '{"text": "1"}'), ToolCall("b", "echo", '{"text": "2"}'))
+    assistant = ChatMessage.assistant("", calls)
+    cases = [
+        [assistant, ChatMessage.tool_result(calls[1], "2"), ChatMessage.tool_result(calls[0], "1")],
+        [assistant, ChatMessage.tool_result(ToolCall("zz", "echo", "{}"), "?")],
+        [assistant, ChatMessage.tool_result(calls[0], "1"), ChatMessage.tool_result(calls[0], "1")],
+        [ChatMessage.tool_result(calls[0], "1")],
+        [ChatMessage.assistant("no calls"), ChatMessage.tool_result(calls[0], "1")],
+    ]
+    for tail in cases:
+        model = ScriptedChatClient(["hi"])
+        with pytest.raises(ConversationError, match=r"messages\[\d+\]"):
+            async with FunctionInvokingChatClient(model, [echo]).run([*USER, *tail]):
+                pass  # pragma: no cover
+        assert model.calls == []
+
+
+# -- inner clients that break the protocol ------------------------------------------------------
+
+
+class Yields:
+    """A chat client that streams whatever it is given."""
+
+    def __init__(self, *items: Any) -> None:
+        self.items = items
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[Any]]:
+        yield self._items()
+
+    async def _items(self) -> AsyncIterator[Any]:
+        for item in self.items:
+            yield item
+
+
+CALL = ToolCall("c1", "echo", '{"text": "x"}')
+
+
+@pytest.mark.parametrize(
+    ("item", "name"),
+    [
+        (None, "NoneType"),
+        ({"type": "text", "text": "hi"}, "dict"),
+        ("hello", "str"),
+        (42, "int"),
+        (b"bytes", "bytes"),
+        (Error("cancelled"), "Error"),
+    ],
+)
+async def test_an_inner_client_yielding_a_non_update_is_a_protocol_error(
+    item: Any, name: str
+) -> None:
+    agent = FunctionInvokingChatClient(Yields(TextDelta("before "), item, TextDelta("after")))
+    seen: list[AgentResponseUpdate] = []
+    with pytest.raises(StreamProtocolError, match=rf"\(a {name}\), which is not a model update"):
+        async with agent.run(USER) as stream:
+            async for update in stream:
+                seen.append(update)
+    assert seen == [TextDelta("before ")]
+    assert stream.messages == [ChatMessage.assistant("before ")]
+
+
+@pytest.mark.parametrize(
+    "item", [ToolCalled(CALL, "forged", False), ToolApprovalRequest(CALL)], ids=type
+)
+async def test_loop_side_updates_from_the_inner_client_are_refused(item: Any) -> None:
+    agent = FunctionInvokingChatClient(Yields(item, Finish(FinishReason.STOP)), [echo])
+    with pytest.raises(StreamProtocolError, match="which only the loop sends"):
+        await agent.get_response(USER)
+
+
+def test_a_protocol_error_is_a_chat_client_error() -> None:
+    assert issubclass(StreamProtocolError, ChatClientError)
+
+
+# -- cancel scopes ------------------------------------------------------------------------------
+
+
+async def test_a_cancel_scope_entered_before_is_a_configuration_error_on_entry() -> None:
+    agent = FunctionInvokingChatClient(ScriptedChatClient(["one", "two"]))
+    scope = trio.CancelScope()
+    await agent.get_response(USER, RunOptions(cancel_scope=scope))
+    with pytest.raises(ConfigurationError, match="was already entered"):
+        async with agent.run(USER, RunOptions(cancel_scope=scope)):
+            pass  # pragma: no cover
+    used = trio.CancelScope()
+    with used:
+        pass
+    with pytest.raises(ConfigurationError, match="give each run a fresh one"):
+        await agent.get_response(USER, RunOptions(cancel_scope=used))
+
+
+async def test_a_scope_cancelled_before_the_run_never_calls_the_model() -> None:
+    for deadline in ("cancel", "past"):
+        model = ScriptedChatClient(["never"])
+        scope = trio.CancelScope()
+        if deadline == "cancel":
+            scope.cancel()
+        else:
+            scope.deadline = trio.current_time() - 1
+        result = await run_to_completion(
+            FunctionInvokingChatClient(model), USER, RunOptions(cancel_scope=scope)
+        )
+        assert result.updates == (Error("cancelled"),)
+        assert result.messages == ()
+        assert model.calls == []
+
+
+async def test_a_resume_under_a_cancelled_scope_runs_no_call() -> None:
+    ran: list[str] = []
+
+    @tool
+    async def record(text: str) -> str:
+        """Record."""
+        ran.append(text)
+        return text
+
+    pending = [*USER, ChatMessage.assistant("", [ToolCall("p1", "record", '{"text": "x"}')])]
+    scope = trio.CancelScope()
+    scope.cancel()
+    result = await run_to_completion(
+        FunctionInvokingChatClient(ScriptedChatClient(["never"]), [record]),
+        pending,
+        RunOptions(cancel_scope=scope),
+    )
+    assert ran == []
+    assert result.updates == (Error("cancelled"),)
+    assert result.messages == ()  # nothing happened: the conversation can be resumed as it is
+    again = await run_to_completion(
+        FunctionInvokingChatClient(ScriptedChatClient(["done"]), [record]), pending
+    )
+    assert ran == ["x"]
+    assert_transcript_valid([*pending, *again.messages])
+
+
+# -- tools that misbehave beyond ``except Exception`` ------------------------------------------
+
+
+async def test_a_stray_cancelled_from_a_tool_is_that_calls_error() -> None:
+    @tool
+    async def leaks() -> str:
+        """Lets out a Cancelled of its own making."""
+        with trio.CancelScope() as inner:
+            inner.cancel()
+            try:
+                await trio.sleep(1)
+            except trio.Cancelled as exc:
+                caught = exc
+        raise caught
+
+    script = [tool_calls_response(ToolCall("a", "leaks", "{}"), CALL), "done"]
+    result = await run_to_completion(
+        FunctionInvokingChatClient(ScriptedChatClient(script), [leaks, echo]), USER
+    )
+    called = {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+    assert (
+        called["a"].result == "Error: tool 'leaks' raised trio.Cancelled, but nothing cancelled it"
+    )
+    assert called["a"].is_error
+    assert called["c1"].result == "x"
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+    assert_transcript_valid([*USER, *result.messages])
+
+
+class UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message for you")
+
+
+class UnreadableError(Exception):
+    def __str__(self) -> str:
+        raise ValueError("nor this")
+
+
+@pytest.mark.parametrize("exception", [UnprintableError, UnreadableError])
+async def test_an_exception_whose_str_raises_still_yields_a_result(exception: type) -> None:
+    @tool
+    async def raises() -> str:
+        """Raises an exception that cannot be printed."""
+        raise exception
+
+    script = [tool_calls_response(ToolCall("a", "raises", "{}")), "done"]
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient(script), [raises], include_detailed_errors=True
+    )
+    result = await run_to_completion(agent, USER)
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert called.result.startswith(f"Error: tool 'raises' raised {exception.__name__}: <the ")
+    assert "message could not be read" in called.result
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+
+
+@pytest.mark.parametrize("value", [{1, 2}, object(), b"bytes", float("nan") * 1j])
+async def test_stop_loop_with_a_result_that_is_not_json_still_stops(value: Any) -> None:
+    @tool
+    async def finish() -> str:
+        """Stops the loop."""
+        raise StopLoop(value)
+
+    model = ScriptedChatClient([tool_calls_response(ToolCall("a", "finish", "{}")), "never"])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [finish]), USER)
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert called.result == (
+        f"Error: tool 'finish' stopped the loop with a {type(value).__name__}, which is not "
+        "JSON-serialisable"
+    )
+    assert isinstance(called.exception, StopLoop)
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+    assert len(model.calls) == 1  # the stop stands: the model is not called again
+
+
+def test_tool_call_arguments_in_these_tests_are_json() -> None:
+    json.loads(CALL.arguments)

@@ -1,0 +1,316 @@
+"""One round of the loop: the seed's Streaming state.
+
+A round opens a nursery and two memory channels, standing in for the seed's mpsc pair:
+``events`` (256) and ``messages`` (1).
+
+* The **consumer** task (:meth:`Round._consume`, the seed's spawned task) streams the model,
+  puts every update into ``events``, accumulates the calls by id and holds back the model's
+  ``Finish``. When the response is over it sends the round's :class:`Turn` -- the assistant
+  message, its calls and the round's reason -- once into ``messages``, and starts each call as a
+  sibling task in the round's nursery.
+* Each **call** task holds its own ``clone()`` of the ``events`` send channel and closes it once
+  its ``ToolCalled`` is in. So the receiver's ``EndOfChannel`` means that every task of the round
+  is done: the round ends by structure, not by counting.
+* The caller's stream receives from ``events`` directly, with no task in between, as the seed's
+  stream polls its receiver. The **loop side** (:meth:`Round.play`, in the task that owns the
+  run) takes the turn from ``messages``, then waits for the nursery's exit.
+
+Each piece of state has one writer: the consumer feeds the accumulator and claims calls
+(``_started``); each call task records its own result once it is in ``events`` (``_results``);
+the loop side takes the turn. When a round is cut short, :meth:`Round.settle` closes it
+synchronously once its nursery is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypeAlias
+
+import attrs
+import trio
+
+from .._accumulate import ToolCallAccumulator
+from .._exceptions import ChatClientError, StopLoop, StreamProtocolError, TrioInvokeError
+from .._messages import ChatMessage, FinishReason, ToolCall
+from .._options import ToolApprovalResponse
+from .._updates import (
+    MODEL_UPDATES,
+    AgentResponseUpdate,
+    Finish,
+    ToolApprovalRequest,
+    ToolCalled,
+    ToolCallStart,
+)
+from ._channels import offer, primary, send
+from ._invoke import invoke, not_run
+from ._policy import BUDGET_SPENT, RoundOutcome, RoundPlan, turn_reason
+
+if TYPE_CHECKING:
+    from ._run import Run
+
+__all__ = ["EVENT_BUFFER", "Round", "Turn"]
+
+EVENT_BUFFER = 256
+"""Capacity of each round's event channel (the seed's ``mpsc::channel(256)``)."""
+_MODEL_TYPES = frozenset(MODEL_UPDATES)
+Events: TypeAlias = "trio.MemorySendChannel[AgentResponseUpdate]"
+
+
+@attrs.frozen
+class Turn:
+    """What the model's response came to: sent once, by the consumer, into ``messages``."""
+
+    message: ChatMessage | None
+    """The assistant message (its text and calls); ``None`` on resume or for an empty answer."""
+    calls: tuple[ToolCall, ...]
+    """The calls to answer, in call order."""
+    reason: FinishReason
+    """The round's reason (``_policy.turn_reason``)."""
+
+
+@attrs.define(eq=False)
+class Round:
+    """One round: a model call and the calls it makes, or the calls a conversation ends with."""
+
+    run: Run
+    plan: RoundPlan
+    accumulator: ToolCallAccumulator | None
+    """The response being streamed; ``None`` for a resume, whose calls are known."""
+    pending: tuple[ToolCall, ...] = ()
+    """On resume: the calls the conversation ends with, in call order."""
+    decisions: Mapping[str, ToolApprovalResponse] = attrs.field(factory=dict)
+    """On resume: the user's answers, by call id."""
+    # -- written by the consumer ----------------------------------------------------------------
+    _started: set[str] = attrs.field(factory=set, init=False)
+    """Ids of the calls handed to a task."""
+    _approval_at: float = attrs.field(default=math.inf, init=False)
+    """Call-order position of the first call seen that needs approval: eager start stops there."""
+    # -- written by each call task, for its own call --------------------------------------------
+    _results: dict[str, ToolCalled] = attrs.field(factory=dict, init=False)
+    """Call id -> the result put into ``events`` (so the caller gets it)."""
+    _positions: dict[str, int] = attrs.field(init=False)
+    """On resume: call id -> place in call order."""
+    # -- written by the loop side ---------------------------------------------------------------
+    _turns: trio.MemoryReceiveChannel[Turn] | None = attrs.field(default=None, init=False)
+    _turn: Turn | None = attrs.field(default=None, init=False)
+
+    @_positions.default
+    def _pending_positions(self) -> dict[str, int]:
+        return {call.id: index for index, call in enumerate(self.pending)}
+
+    @classmethod
+    def resume(
+        cls, run: Run, calls: Sequence[ToolCall], decisions: Mapping[str, ToolApprovalResponse]
+    ) -> Round:
+        return cls(run, RoundPlan(), None, tuple(calls), decisions)
+
+    @classmethod
+    def model(cls, run: Run, plan: RoundPlan) -> Round:
+        return cls(run, plan, ToolCallAccumulator())
+
+    # -- the loop side ----------------------------------------------------------------------------
+
+    async def play(self) -> RoundOutcome:
+        """Run the round to its end: every task of it is done when this returns.
+
+        Cancellation: the round's tasks are cancelled; :meth:`settle` then closes it.
+        """
+        events: trio.MemorySendChannel[AgentResponseUpdate]
+        receive: trio.MemoryReceiveChannel[AgentResponseUpdate]
+        turns: trio.MemorySendChannel[Turn]
+        events, receive = trio.open_memory_channel(EVENT_BUFFER)
+        turns, self._turns = trio.open_memory_channel(1)
+        await send(self.run.send, receive)  # the caller's stream reads this round from here on
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._consume, events, turns, nursery)
+            try:  # noqa: SIM105 -- per round: no context manager object on the hot path
+                self._turn = await self._turns.receive()  # the seed's msg_rx: the response is over
+            except trio.EndOfChannel:
+                pass  # the consumer failed: the nursery raises what it raised
+        turn = self._turn
+        assert turn is not None, "the consumer ends every round with its turn"
+        failed = stopped = 0
+        for called in self._results.values():
+            failed += called.is_error
+            stopped += isinstance(called.exception, StopLoop)
+        results = len(self._results)
+        return RoundOutcome(turn.reason, len(turn.calls), 0 < results == failed, stopped > 0)
+
+    def messages(self) -> list[ChatMessage]:
+        """The round's messages: the assistant message (unless resuming), then one tool message
+        per answered call, in call order."""
+        turn = self._turn
+        assert turn is not None
+        out = [turn.message] if turn.message is not None else []
+        for call in turn.calls:
+            called = self._results.get(call.id)
+            if called is not None:
+                out.append(ChatMessage.tool_result(call, called.result))
+        return out
+
+    def settle(self, *, not_started: str, started: str) -> list[AgentResponseUpdate]:
+        """Close a round that was cut short, once its nursery is gone; return the results still
+        owed to the caller (who gets them after what is still buffered in ``events``).
+
+        Calls that ended get a result -- ``started`` for those that were running,
+        ``not_started`` for those that never ran; calls whose ``ToolCallEnd`` never arrived are
+        dropped; the text so far is kept.
+        """
+        if self._turn is None and self._turns is not None:
+            with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
+                self._turn = self._turns.receive_nowait()  # sent, not yet taken
+        if self._turn is None:
+            calls: tuple[ToolCall, ...] = self.pending
+            message = None
+            if self.accumulator is not None:
+                calls = tuple(self.accumulator.completed())
+                message = self.accumulator.message(calls)
+            self._turn = Turn(message, calls, FinishReason.TOOL_CALLS)
+        owed: list[AgentResponseUpdate] = []
+        for call in self._turn.calls:
+            if call.id not in self._results:
+                why = started if call.id in self._started else not_started
+                called = ToolCalled(call, f"Error: {why}", is_error=True)
+                self._results[call.id] = called
+                owed.append(called)
+        return owed
+
+    # -- the consumer: the seed's spawned task ----------------------------------------------------
+
+    async def _consume(
+        self, events: Events, turns: trio.MemorySendChannel[Turn], nursery: trio.Nursery
+    ) -> None:
+        with events, turns:
+            if self.accumulator is None:
+                message, calls, reason = None, self.pending, FinishReason.TOOL_CALLS
+            else:
+                model_reason = await self._stream(events, nursery)
+                calls = tuple(self.accumulator.finish())
+                message = self.accumulator.message(calls)
+                reason = turn_reason(
+                    model_reason,
+                    calls,
+                    withheld=self.plan.withheld is not None,
+                    needs_approval=self.run.needs_approval,
+                )
+            if reason is FinishReason.AWAITING_APPROVAL:
+                # Pause: nothing more of this batch runs. Eager calls already running finish
+                # first; their results come before the pending calls' in call order.
+                for call in calls:
+                    if self.run.needs_approval(call.name):
+                        await send(events, ToolApprovalRequest(call))
+            turns.send_nowait(Turn(message, calls, reason))  # capacity 1, sent once
+            if reason is not FinishReason.TOOL_CALLS:
+                return
+            if self.run.sequential:
+                for call in calls:
+                    self._started.add(call.id)
+                    await self._report(await self._answer(call), events)
+                return
+            for call in calls:
+                if call.id not in self._started:
+                    self._start(call, events, nursery)
+
+    async def _stream(self, events: Events, nursery: trio.Nursery) -> FinishReason:
+        """Put the inner client's updates into ``events``, accumulating calls; hold back its
+        ``Finish`` (its usage counts at once, whatever happens to the round later)."""
+        accumulator = self.accumulator
+        assert accumulator is not None
+        run = self.run
+        options = run.inner_options
+        if self.plan.withheld is not None:  # offered, but the model must not call them
+            options = options.evolve(tool_choice="none", parallel_tool_calls=None)
+        eager = run.eager and self.plan.withheld is None
+        finish: Finish | None = None
+        try:
+            async with run.inner.run(tuple(run.messages), options) as updates:
+                async for update in updates:
+                    if type(update) not in _MODEL_TYPES:
+                        raise StreamProtocolError(_not_a_model_update(run, update))
+                    if finish is not None:
+                        raise StreamProtocolError(
+                            f"{type(update).__name__} after the response's Finish"
+                        )
+                    if type(update) is Finish:
+                        finish = update
+                        run.count_usage(update.usage)
+                        continue
+                    # A cancellation point per update, as ``send`` is: the inner stream may
+                    # never yield (a scripted one does not).
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    if not offer(events, update):
+                        await events.send(update)
+                    ended = accumulator.add(update)  # after the send: the transcript holds
+                    if eager:  # only what goes to the caller
+                        self._start_early(update, ended, events, nursery)
+        except TrioInvokeError:
+            raise
+        except Exception as exc:
+            cause = primary(exc)
+            if isinstance(cause, TrioInvokeError):
+                raise cause from None
+            raise ChatClientError(
+                f"the chat client {type(run.inner).__name__} failed: "
+                f"{type(cause).__name__}: {cause}"
+            ) from cause
+        return FinishReason.STOP if finish is None else finish.finish_reason
+
+    def _start_early(
+        self,
+        update: AgentResponseUpdate,
+        ended: ToolCall | None,
+        events: Events,
+        nursery: trio.Nursery,
+    ) -> None:
+        """Start a call as soon as its arguments are complete, unless it, or a call before it
+        in call order, needs approval: those wait for the end of the response, so that results
+        keep call order in the transcript when the batch pauses for approval."""
+        assert self.accumulator is not None
+        if type(update) is ToolCallStart and self.run.needs_approval(update.name):
+            self._approval_at = min(self._approval_at, self.accumulator.position(update.id))
+        elif ended is not None and self.accumulator.position(ended.id) < self._approval_at:
+            self._start(ended, events, nursery)
+
+    def _start(self, call: ToolCall, events: Events, nursery: trio.Nursery) -> None:
+        self._started.add(call.id)
+        nursery.start_soon(self._call, call, events.clone())
+
+    # -- one call ---------------------------------------------------------------------------------
+
+    async def _call(self, call: ToolCall, events: Events) -> None:
+        """A call task: its one result goes into its own clone of ``events``, then the clone is
+        closed -- the last one closed ends the round."""
+        with events:
+            await self._report(await self._answer(call), events)
+
+    async def _answer(self, call: ToolCall) -> ToolCalled:
+        if self.plan.withheld is not None:
+            return not_run(call, self.plan.withheld)
+        if not self.run.policy.allows(self._position(call)):
+            return not_run(call, BUDGET_SPENT)
+        return await invoke(call, self.run.tools, self.run.limits, self.decisions.get(call.id))
+
+    async def _report(self, called: ToolCalled, events: Events) -> None:
+        """Put a call's result into ``events``; once it is in, it is the call's result."""
+        await send(events, called)
+        self._results[called.call.id] = called
+
+    def _position(self, call: ToolCall) -> int:
+        if self.accumulator is not None:
+            return self.accumulator.position(call.id)
+        return self._positions[call.id]
+
+
+def _not_a_model_update(run: Run, update: object) -> str:
+    client, what = type(run.inner).__name__, type(update).__name__
+    if isinstance(update, ToolCalled | ToolApprovalRequest):
+        return (
+            f"the chat client {client} yielded a {what}, which only the loop sends "
+            "(is it a tool-calling loop itself?)"
+        )
+    return (
+        f"the chat client {client} yielded {update!r:.80} (a {what}), which is not a model "
+        "update (TextDelta, ToolCallStart, ToolCallArgs, ToolCallEnd or Finish)"
+    )
