@@ -41,7 +41,7 @@ from trio_invoke import (
     ToolTimeoutError,
     tool,
 )
-from trio_invoke._process import Reference, run_in_worker
+from trio_invoke._process import Reference, _death, run_in_worker
 from trio_invoke.testing import assert_transcript_valid, tool_call_updates
 
 USER = [ChatMessage.user("go")]
@@ -549,3 +549,36 @@ def test_the_worker_side_turns_what_cannot_cross_into_tool_process_errors() -> N
         _in_worker(fail, {"kind": "value"})
     with pytest.raises(ToolProcessError, match="cannot unpickle the arguments of tool 't'"):
         run_in_worker("t", pickle.dumps(Reference(pt.__name__, "add")), b"not a pickle")
+
+
+def test_a_function_with_no_module_fails_at_decoration() -> None:
+    def orphan(x: int) -> int:
+        return x
+
+    orphan.__qualname__ = "orphan"
+    orphan.__module__ = None  # type: ignore[assignment]
+    with pytest.raises(ToolDefinitionError, match="no module and qualified name"):
+        tool(isolation="process")(orphan)
+
+
+async def test_a_callable_that_stops_pickling_fails_its_call() -> None:
+    multiplier = pt.Multiplier(2)
+    times = tool(isolation="process", name="times")(multiplier.times)
+    multiplier.lock = threading.Lock()  # type: ignore[attr-defined]
+    with pytest.raises(ToolProcessError, match="function of tool 'times' no longer pickles"):
+        await times.execute({"x": 1})
+
+
+class _DiedError(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("exitcode", "how"),
+    [(-9, "killed by SIGKILL"), (-99, "killed by signal 99"), (2, "exit code 2"), (None, "gone")],
+)
+def test_how_a_worker_died_is_told(exitcode: int | None, how: str) -> None:
+    process = types.SimpleNamespace(exitcode=exitcode)
+    args = ("Worker died unexpectedly:", process) if exitcode is not None else ("gone",)
+    error = _DiedError(*args)
+    assert f"died ({how})" in _death("t", error)
