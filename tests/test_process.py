@@ -222,6 +222,36 @@ def test_the_missing_extra_is_named_at_decoration(monkeypatch: pytest.MonkeyPatc
 # -- calls -------------------------------------------------------------------------------------
 
 
+SCRIPT = """\
+import json, os, trio
+from trio_invoke import tool
+
+@tool(isolation="process")
+def where(x: int) -> list[int]:
+    return [x, os.getpid()]
+
+async def main() -> None:
+    print(json.dumps([await where.execute({"x": 5}), os.getpid()]))
+
+if __name__ == "__main__":
+    trio.run(main)
+"""
+
+
+async def test_a_tool_defined_in_a_script_runs(tmp_path: Path) -> None:
+    """A script's functions are in ``__main__``, which the worker imports as ``__mp_main__``."""
+    script = tmp_path / "agent_script.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    with trio.fail_after(120):
+        done = await trio.run_process(
+            [sys.executable, str(script)], capture_stdout=True, capture_stderr=True, check=False
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    (x, worker), parent = json.loads(done.stdout)
+    assert x == 5
+    assert worker != parent
+
+
 async def test_runs_in_a_worker_process() -> None:
     with trio.fail_after(60):
         worker = await pt.pid.execute({})

@@ -75,12 +75,15 @@ class Reference:
             ImportError, AttributeError: the module or the name is not there.
             LookupError: the name is bound to something that does not wrap the function.
         """
-        found: Any = importlib.import_module(self.module)
+        module = importlib.import_module(self.module)
+        # A script's functions live in __main__, which a spawned worker imports as __mp_main__.
+        module_name = module.__name__
+        found: Any = module
         for part in self.qualname.split("."):
             found = getattr(found, part)
         obj = found
         for _ in range(100):  # a decorator chain, never a cycle
-            if self._is_the_function(obj):
+            if self._is_the_function(obj, module_name):
                 function: Callable[..., Any] = obj
                 return function
             obj = getattr(obj, "__wrapped__", None)
@@ -88,10 +91,10 @@ class Reference:
                 break
         raise LookupError(f"{self.module}.{self.qualname} is {found!r}, not the tool's function")
 
-    def _is_the_function(self, obj: object) -> bool:
+    def _is_the_function(self, obj: object, module_name: str) -> bool:
         return (
             (inspect.isfunction(obj) or isinstance(obj, type))
-            and getattr(obj, "__module__", None) == self.module
+            and getattr(obj, "__module__", None) in (self.module, module_name)
             and getattr(obj, "__qualname__", None) == self.qualname
         )
 
