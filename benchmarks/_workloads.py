@@ -484,12 +484,14 @@ def process(ctx: Context) -> Outcome:
     target = 0.05 if ctx.settings.quick else 0.2
 
     def seconds(n: int) -> float:
+        """The work's time in this process: the least of 5 runs, the one least disturbed by
+        whatever else the machine runs."""
         runs = []
-        for _ in range(3):
+        for _ in range(5):
             start = time.perf_counter()
             _cpu.work(n)
             runs.append(time.perf_counter() - start)
-        return statistics.median(runs)
+        return min(runs)
 
     probe = 200_000
     n = max(1, round(probe * target / seconds(probe)))
