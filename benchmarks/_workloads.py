@@ -464,6 +464,71 @@ def eager(ctx: Context) -> Outcome:
     )
 
 
+def telemetry(ctx: Context) -> Outcome:
+    """Fan-out per call with ``Telemetry()`` beside the same run without it: with no
+    OpenTelemetry SDK configured (the API's no-op tracer), and with the SDK and an in-memory
+    exporter and metric reader."""
+    try:
+        from trio_invoke.otel import Telemetry  # noqa: PLC0415 -- needs the otel extra
+    except ImportError:
+        return Outcome(skipped=["telemetry: needs trio_invoke[otel] (opentelemetry-api)"])
+    if not ctx.accepts("telemetry"):
+        return Outcome(skipped=["telemetry: the loop takes no telemetry option"])
+    n = 100 if ctx.settings.quick else 1_000
+    script = fan_out_script(n)
+    without = ctx.library(script, TOOLS)
+    note = "floor column: the same fan-out without telemetry; per call = a whole run / N"
+    sides: list[tuple[str, Callable[[], Telemetry]]] = [("Telemetry(), no SDK", Telemetry)]
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider  # noqa: PLC0415
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: PLC0415
+        from opentelemetry.sdk.trace import TracerProvider  # noqa: PLC0415
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: PLC0415
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: PLC0415
+            InMemorySpanExporter,
+        )
+    except ImportError:
+        skipped = ["telemetry with the SDK: opentelemetry-sdk is not installed"]
+    else:
+        skipped = []
+        exporter = InMemorySpanExporter()
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+        meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+
+        def with_sdk() -> Telemetry:
+            exporter.clear()  # spans of earlier runs are not kept
+            return Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
+
+        sides.append(("Telemetry(), SDK + in-memory exporter", with_sdk))
+    rows = []
+    for label, make in sides:
+
+        def observed(make: Callable[[], Telemetry] = make) -> Callable[[], Any]:
+            return ctx.library(script, TOOLS, telemetry=make())()
+
+        m = trio.run(measure_pair, observed, without, ctx.settings)
+        target = 1.05 if label.endswith("no SDK") else None
+        rows.append(
+            Row(
+                "telemetry",
+                f"per call, N={n:,}, {label}",
+                m.library_median / n,
+                m.floor_median / n,
+                target=target,
+                note=note,
+                data=m,
+            )
+        )
+    return Outcome(rows, skipped)
+
+
+def mcp(ctx: Context) -> Outcome:
+    from ._mcp import mcp as run  # noqa: PLC0415 -- it imports this module
+
+    return run(ctx)
+
+
 def cpu_script(calls: int, n: int) -> Script:
     """One round of ``calls`` parallel calls of ``crunch(n)``, then a final answer."""
     updates: list[AgentResponseUpdate] = []
@@ -603,6 +668,8 @@ WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "validation": validation,
     "memory": memory,
     "eager": eager,
+    "telemetry": telemetry,
+    "mcp": mcp,
     "process": process,
 }
 

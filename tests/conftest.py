@@ -1,10 +1,38 @@
+"""Shared test configuration: Hypothesis profiles, and where trio_invoke is imported from."""
+
+from __future__ import annotations
+
 import os
+from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+import pytest
 
-settings.register_profile("default", deadline=None)
-settings.register_profile(
-    "ci", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile("dev", deadline=None, max_examples=20)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+import trio_invoke
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the extras sessions run tests/test_extras.py without Hypothesis
+    pass
+else:
+    settings.register_profile("default", deadline=None)
+    settings.register_profile(
+        "ci", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.register_profile("dev", deadline=None, max_examples=20)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(trio_invoke.__file__).resolve().parent
+
+
+def pytest_report_header() -> str:
+    where = "the checkout" if PACKAGE.parent == CHECKOUT else "installed"
+    return f"trio_invoke {trio_invoke.__version__} from {PACKAGE} ({where})"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # nox's sessions test the built wheel; importing ./trio_invoke instead would test nothing new.
+    if os.environ.get("TRIO_INVOKE_EXPECT_INSTALLED") and PACKAGE.parent == CHECKOUT:
+        raise pytest.UsageError(
+            f"trio_invoke was imported from the checkout ({PACKAGE}), not the installed wheel"
+        )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import http
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -70,8 +70,13 @@ class SSEServer:
     ``base_url`` to give the client. A request past the end of the script gets a 500.
     """
 
-    def __init__(self, replies: Iterable[Reply] = ()) -> None:
+    def __init__(
+        self, replies: Iterable[Reply] = (), respond: Callable[[Request], Reply] | None = None
+    ) -> None:
         self.replies: deque[Reply] = deque(replies)
+        self.respond = respond
+        """Makes the reply to a request once the scripted replies are used up (a model that
+        answers from what it is sent); ``None``: such a request gets a 500."""
         self.requests: list[Request] = []
         self.connections = 0
         """How many connections clients opened."""
@@ -102,7 +107,12 @@ class SSEServer:
                 if request is None:
                     return
                 self.requests.append(request)
-                reply = self.replies.popleft() if self.replies else _UNSCRIPTED
+                if self.replies:
+                    reply = self.replies.popleft()
+                elif self.respond is not None:
+                    reply = self.respond(request)
+                else:
+                    reply = _UNSCRIPTED
                 if not await self._reply(stream, reply):
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):

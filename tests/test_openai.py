@@ -1015,3 +1015,64 @@ async def test_agent_two_tool_rounds_with_parallel_calls(server: SSEServer) -> N
     assert third[5].content == "69.8"
     assert_transcript_valid(third)
     no_resource_warnings()
+
+
+# -- on_retry: what a caller is told about each retry ------------------------------------------
+
+
+async def test_on_retry_reports_each_retry_with_its_error_number_and_wait(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(
+        Reply.error(503, b"Service Unavailable"),
+        Reply.error(429, {"error": {"message": "slow down"}}, {"Retry-After": "3"}),
+        Reply([OPENAI_TEXT]),
+    )
+    seen: list[tuple[str, int, float]] = []
+    client = client_for(
+        server,
+        retry_backoff=0.5,
+        on_retry=lambda error, n, delay: seen.append((str(error), n, delay)),
+    )
+    assert await stream_updates(client) == OPENAI_TEXT_UPDATES
+    assert [(text.split(":")[0], n) for text, n, _ in seen] == [("HTTP 503", 1), ("HTTP 429", 2)]
+    assert 0.5 * 0.75 <= seen[0][2] <= 0.5
+    assert seen[1][2] == 3.0
+
+
+async def test_on_retry_is_not_called_for_the_final_failure(server: SSEServer) -> None:
+    server.add(*[Reply.error(500, b"oops")] * 3)
+    errors: list[Exception] = []
+    client = client_for(
+        server, max_retries=2, retry_backoff=0, on_retry=lambda e, n, d: errors.append(e)
+    )
+    with pytest.raises(HTTPStatusError):
+        await stream_updates(client)
+    assert [type(e) for e in errors] == [HTTPStatusError, HTTPStatusError]
+    assert [e.status_code for e in errors if isinstance(e, HTTPStatusError)] == [500, 500]
+
+
+async def test_on_retry_reports_connection_failures() -> None:
+    # Nothing listens on port 9 (discard) of loopback: each attempt is refused at once.
+    errors: list[tuple[type[Exception], int]] = []
+    client = OpenAIChatClient(
+        "m",
+        base_url="http://127.0.0.1:9/v1",
+        retry_backoff=0,
+        on_retry=lambda error, n, delay: errors.append((type(error), n)),
+    )
+    with pytest.raises(ModelConnectionError):
+        await stream_updates(client)
+    assert errors == [(ModelConnectionError, 1), (ModelConnectionError, 2)]
+
+
+async def test_what_on_retry_raises_ends_the_request(server: SSEServer) -> None:
+    server.add(*[Reply.error(503, b"busy")] * 3)
+
+    def give_up(error: Exception, n: int, delay: float) -> None:
+        raise KeyError("stop retrying")
+
+    with pytest.raises(KeyError, match="stop retrying"):
+        await stream_updates(client_for(server, on_retry=give_up))
+    assert len(server.requests) == 1

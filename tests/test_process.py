@@ -392,8 +392,8 @@ async def test_in_the_loop_every_failure_is_that_calls_error_result(tmp_path: Pa
     called = {u.call.id: u for u in updates if isinstance(u, ToolCalled)}
     results = {cid: (c.result, c.is_error) for cid, c in called.items()}
     assert results["call_0"] == (
-        "Error: tool 'die' raised ToolProcessError: the worker process running tool 'die' died "
-        "(exit code 3); the next call starts a fresh one",
+        "Error: the worker process running tool 'die' died (exit code 3); "
+        "the next call starts a fresh one",
         True,
     )
     assert results["call_1"][1]
@@ -612,3 +612,18 @@ def test_how_a_worker_died_is_told(exitcode: int | None, how: str) -> None:
     args = ("Worker died unexpectedly:", process) if exitcode is not None else ("gone",)
     error = _DiedError(*args)
     assert f"died ({how})" in _death("t", error)
+
+
+async def test_a_cache_scope_around_the_run_chooses_the_workers() -> None:
+    import trio_parallel
+
+    client_script = calls(("pid", {}))
+    with trio.fail_after(60):
+        outside = await pt.pid.execute({})
+        async with trio_parallel.cache_scope():
+            client = FunctionInvokingChatClient(ScriptedChatClient(client_script * 2), [pt.pid])
+            first = await client.get_response(USER)
+            second = await client.get_response(USER)
+    inside = {first.messages[1].content, second.messages[1].content}
+    assert len(inside) == 1  # one worker of the scope's own, reused
+    assert str(outside) not in inside  # not the default context's worker

@@ -1,37 +1,109 @@
-"""The README's example runs as written."""
+"""Every ```python block of README.md runs as written, each as its own program.
+
+The conventions (README.md, "Development", says the same):
+
+* each block is a complete program, run in a fresh interpreter in a temporary directory;
+* a ```text block right after it is exactly what it must print;
+* an HTML comment on the line before a block, ``<!-- readme-test: NAME -->``, names what the
+  block needs from its surroundings; NAME must be one of ``NEEDS`` below (add yours there), and
+  an unknown one fails: no block is ever skipped.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
+import trio
+from loopback_model import loopback_model
 
-README = Path(__file__).parent.parent / "README.md"
-
-
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-
-
-def test_the_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    example = next(b for b in python_blocks() if "trio.run(main)" in b)
-    assert len(example.strip().splitlines()) <= 30
-    exec(compile(example, "README.md", "exec"), {"__name__": "readme"})
-    assert capsys.readouterr().out == "[get_weather -> Sunny in Paris]\nIt is sunny in Paris."
+README = Path(__file__).resolve().parent.parent / "README.md"
+_BLOCK = re.compile(
+    r"(?:<!-- readme-test: (?P<needs>[\w-]+) -->\n)?```python\n(?P<code>.*?)```\n"
+    r"(?:\n```text\n(?P<output>.*?)```\n)?",
+    re.S,
+)
 
 
-def test_every_python_block_compiles() -> None:
-    for block in python_blocks():
-        body = "".join(f"    {line}\n" for line in block.splitlines())
-        compile(f"async def _block():\n{body}", "README.md", "exec")  # top-level await allowed
+@attrs.frozen
+class Block:
+    line: int
+    code: str
+    needs: str | None
+    output: str | None
 
 
-def test_the_testing_example_runs() -> None:
-    example = next(b for b in python_blocks() if "from trio_invoke.testing import (" in b)
-    namespace: dict[str, object] = {"__name__": "readme_testing"}
-    exec(compile(example, "README.md", "exec"), namespace)
-    tests = [f for name, f in namespace.items() if name.startswith("test_") and callable(f)]
-    assert len(tests) == 1
-    for test in tests:
-        test()  # a @given test: runs its examples
+def blocks() -> list[Block]:
+    text = README.read_text(encoding="utf-8")
+    return [
+        Block(text.count("\n", 0, m.start("code")) + 1, m["code"], m["needs"], m["output"])
+        for m in _BLOCK.finditer(text)
+    ]
+
+
+async def run_program(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    with trio.fail_after(120):
+        done = await trio.run_process(
+            argv, cwd=cwd, env={**os.environ, **env}, capture_stdout=True, capture_stderr=True,
+            check=False,
+        )  # fmt: skip
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+async def plain(block: Block, cwd: Path) -> tuple[int, str, str]:
+    script = cwd / "block.py"
+    script.write_text(block.code, encoding="utf-8")
+    return await run_program([sys.executable, str(script)], cwd, {})
+
+
+async def openai_server(block: Block, cwd: Path) -> tuple[int, str, str]:
+    """With ``OPENAI_BASE_URL`` pointing at a model server on loopback."""
+    server = loopback_model()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        script = cwd / "block.py"
+        script.write_text(block.code, encoding="utf-8")
+        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-loopback"}
+        result = await run_program([sys.executable, str(script)], cwd, env)
+        nursery.cancel_scope.cancel()
+    assert server.requests, "the block never asked the model server"
+    return result
+
+
+async def with_pytest(block: Block, cwd: Path) -> tuple[int, str, str]:
+    """As a test module, under pytest (its tests must pass, and there must be some)."""
+    script = cwd / "test_readme_block.py"
+    script.write_text(block.code, encoding="utf-8")
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(script)]
+    code, out, err = await run_program(argv, cwd, {})
+    assert re.search(r"^\d+ passed", out.splitlines()[-1] if out else ""), out
+    return code, "", err
+
+
+NEEDS: dict[str | None, Callable[[Block, Path], object]] = {
+    None: plain,
+    "openai-server": openai_server,
+    "pytest": with_pytest,
+}
+
+BLOCKS = blocks()
+
+
+def test_the_readme_has_blocks() -> None:
+    assert len(BLOCKS) >= 6
+    assert all(block.needs in NEEDS for block in BLOCKS), [b.needs for b in BLOCKS]
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[f"line {b.line}" for b in BLOCKS])
+async def test_block_runs_as_written(block: Block, tmp_path: Path) -> None:
+    run = NEEDS.get(block.needs)
+    assert run is not None, f"README.md line {block.line}: unknown readme-test need {block.needs!r}"
+    code, out, err = await run(block, tmp_path)  # type: ignore[misc]
+    assert code == 0, f"README.md line {block.line} failed:\n{out}\n{err}"
+    if block.output is not None:
+        assert out == block.output, f"README.md line {block.line} printed something else"

@@ -16,12 +16,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import attrs
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trio_invoke import (
+    CallNext,
     ChatMessage,
     Error,
     Finish,
@@ -30,8 +33,10 @@ from trio_invoke import (
     MessageRole,
     RunOptions,
     ScriptedChatClient,
+    StopLoop,
     ToolApprovalRequest,
     ToolCalled,
+    ToolContext,
     Usage,
 )
 from trio_invoke._approval import pending_calls
@@ -91,6 +96,45 @@ TOOLS = [
     ChaosTool("guarded", requires_approval=True),
 ]
 
+
+async def passes(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    return await call_next(context)
+
+
+async def tags(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    await trio.sleep(0.1)
+    called = await call_next(context)
+    return attrs.evolve(called, result=f"[tagged] {called.result}")
+
+
+async def answers_succeeds_itself(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    if context.tool.name == "succeeds":
+        return ToolCalled(context.call, "from the middleware", is_error=False)
+    return await call_next(context)
+
+
+async def fails_for_sleeps(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    if context.tool.name == "sleeps":
+        raise RuntimeError("middleware failure")
+    return await call_next(context)
+
+
+async def stops_after_fails(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    called = await call_next(context)
+    if context.tool.name == "fails":
+        raise StopLoop("stopped by middleware")
+    return called
+
+
+MIDDLEWARE = [
+    (),
+    (passes,),
+    (tags, passes),
+    (answers_succeeds_itself,),
+    (fails_for_sleeps, tags),
+    (stops_after_fails,),
+]
+
 configs = st.fixed_dictionaries(
     {
         "max_rounds": st.integers(1, 5),
@@ -102,6 +146,8 @@ configs = st.fixed_dictionaries(
         "max_consecutive_errors": st.sampled_from([None, 1, 3]),
         "include_detailed_errors": st.booleans(),
         "eager_tools": st.booleans(),
+        "approval": st.sampled_from(["batch", "per_call"]),
+        "middleware": st.sampled_from(MIDDLEWARE),
     }
 )
 decisions = st.sampled_from(["approve", "reject", "replace"])
@@ -120,6 +166,7 @@ def usage_of(script: list[list[Any]], first: int, last: int) -> Usage | None:
     return sum(usages[1:], usages[0]) if usages else None
 
 
+@pytest.mark.slow  # 2,000 examples: about 40 s on 2 cores
 @settings(
     max_examples=int(os.environ.get("RELIABILITY_EXAMPLES", "2000")),
     deadline=None,

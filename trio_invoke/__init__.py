@@ -7,6 +7,7 @@ so ``import trio_invoke`` works without httpx.
 
 import contextlib as _contextlib
 import importlib as _importlib
+import importlib.metadata as _metadata
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
@@ -26,6 +27,7 @@ from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._exceptions import StopLoop as StopLoop
 from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
+from ._exceptions import ToolError as ToolError
 from ._exceptions import ToolProcessError as ToolProcessError
 from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import TrioInvokeError as TrioInvokeError
@@ -39,10 +41,14 @@ from ._messages import FinishReason as FinishReason
 from ._messages import MessageRole as MessageRole
 from ._messages import ToolCall as ToolCall
 from ._messages import Usage as Usage
+from ._middleware import CallNext as CallNext
+from ._middleware import ToolContext as ToolContext
+from ._middleware import ToolMiddleware as ToolMiddleware
 from ._options import RunOptions as RunOptions
 from ._options import ToolApprovalResponse as ToolApprovalResponse
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedChatClient as ScriptedChatClient
+from ._scripted import ScriptedResponse as ScriptedResponse
 from ._threads import current_default_tool_thread_limiter as current_default_tool_thread_limiter
 from ._tools import ApprovalRequiredTool as ApprovalRequiredTool
 from ._tools import Tool as Tool
@@ -61,12 +67,19 @@ from ._validate import validate_against_schema as validate_against_schema
 if _TYPE_CHECKING:
     from .providers.openai._client import OpenAIChatClient as OpenAIChatClient
 
+try:
+    __version__: str = _metadata.version("trio-invoke")
+    """The installed distribution's version (PEP 440), from the package metadata."""
+except _metadata.PackageNotFoundError:  # pragma: no cover - imported from a bare checkout
+    __version__ = "0+unknown"
+
 __all__ = [
     "AccumulatedToolCall",
     "AgentResponseUpdate",
     "ApprovalError",
     "ApprovalRequiredTool",
     "ArgumentsError",
+    "CallNext",
     "ChatClient",
     "ChatClientError",
     "ChatMessage",
@@ -88,6 +101,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedCall",
     "ScriptedChatClient",
+    "ScriptedResponse",
     "StopLoop",
     "StreamProtocolError",
     "TextDelta",
@@ -100,8 +114,11 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "ToolCalled",
+    "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
+    "ToolError",
+    "ToolMiddleware",
     "ToolProcessError",
     "ToolTimeoutError",
     "TrioInvokeError",

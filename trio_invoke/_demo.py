@@ -2,7 +2,13 @@
 
 By default the model is the embedded :class:`ScriptedChatClient` (no network, no API key); the
 tools are real and local: a calculator, a clock, a directory lister, and a note writer that
-needs the user's approval.
+needs the user's approval. Each tool first waits as long as a remote service would take (a few
+hundred milliseconds, ``LATENCY``), so that the output shows the calls of a batch overlapping:
+a line per batch gives its wall time beside the sum of its calls' times.
+
+Ctrl-C anywhere, at the approval prompt too, ends the demo with one line and exit status 130.
+With ``--base-url``, ``--mcp "COMMAND ARGS"`` adds the tools of MCP servers started over
+stdio.
 """
 
 from __future__ import annotations
@@ -11,22 +17,26 @@ import argparse
 import ast
 import contextlib
 import datetime
+import importlib
 import operator
 import os
+import shlex
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import trio
 
 from ._client import ChatClient
-from ._exceptions import ChatClientError
+from ._exceptions import HTTPStatusError, ModelTimeoutError, TrioInvokeError
 from ._function_tool import tool
 from ._loop._client import FunctionInvokingChatClient
 from ._messages import ChatMessage, FinishReason, Usage
 from ._options import RunOptions, ToolApprovalResponse
 from ._scripted import ScriptedChatClient
+from ._tools import Tool
 from ._updates import (
     AgentResponseUpdate,
     Error,
@@ -127,7 +137,51 @@ def save_note(text: str) -> str:
     return f"saved {len(text)} characters to {NOTE_PATH}"
 
 
-TOOLS = (calculate, clock, list_directory, save_note)
+LATENCY: Mapping[str, float] = {
+    "calculate": 0.25,
+    "clock": 0.15,
+    "list_directory": 0.4,
+    "save_note": 0.3,
+}
+"""Seconds each tool waits before it works, as a remote service would (``trio.sleep``)."""
+
+
+@attrs.frozen
+class WithLatency:
+    """``tool``, answering after ``seconds`` (a stand-in for a service's response time)."""
+
+    tool: Tool
+    seconds: float
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def description(self) -> str:
+        return self.tool.description
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        return self.tool.parameters
+
+    @property
+    def requires_approval(self) -> bool:
+        return self.tool.requires_approval
+
+    @property
+    def timeout(self) -> float | None:
+        return self.tool.timeout
+
+    async def execute(self, arguments: dict[str, Any]) -> Any:
+        """Wait, then run the tool. Cancellation: the wait or the tool stops where it was."""
+        await trio.sleep(self.seconds)
+        return await self.tool.execute(arguments)
+
+
+TOOLS: tuple[Tool, ...] = tuple(
+    WithLatency(t, LATENCY[t.name]) for t in (calculate, clock, list_directory, save_note)
+)
 
 # -- the embedded model's script ----------------------------------------------------------------
 
@@ -198,6 +252,33 @@ class Printer:
         self.names: dict[str, str] = {}
         self.arguments: dict[str, list[str]] = {}
         self.at_line_start = True
+        self.batch: list[tuple[float, float]] = []
+        """(start, end) in ``trio.current_time()`` of each call of the batch that is finishing."""
+
+    def end_batch(self) -> None:
+        """Print the line of the batch whose results came in, if any: its wall time (first
+        start to last result) beside the sum of its calls' times."""
+        if not self.batch:
+            return
+        batch, self.batch = self.batch, []
+        wall = max(end for _, end in batch) - min(start for start, _ in batch)
+        summed = sum(end - start for start, end in batch)
+        if summed == 0:
+            return  # nothing ran: rejected or not run
+        if len(batch) == 1:
+            self.line(f"  == 1 call: {wall * 1000:,.0f} ms")
+            return
+        saved = f", {summed / wall:.1f}x faster than one by one" if wall > 0 else ""
+        self.line(
+            f"  == batch of {len(batch)} calls: {wall * 1000:,.0f} ms wall, "
+            f"{summed * 1000:,.0f} ms summed{saved}"
+        )
+
+    def write(self, text: str) -> None:
+        """Write ``text`` where the cursor is (a prompt, say)."""
+        self.out.write(text)
+        self.out.flush()
+        self.at_line_start = text.endswith("\n")
 
     def line(self, text: str) -> None:
         if not self.at_line_start:
@@ -207,6 +288,8 @@ class Printer:
         self.at_line_start = True
 
     def show(self, update: AgentResponseUpdate) -> None:
+        if not isinstance(update, ToolCalled):
+            self.end_batch()
         match update:
             case TextDelta(text):
                 self.out.write(text)
@@ -221,8 +304,10 @@ class Printer:
                 arguments = _short("".join(self.arguments.pop(call_id, [])), 60)
                 self.line(f"  -> {self.names.get(call_id, '?')}({arguments})  [{call_id}]")
             case ToolCalled(call, result, is_error):
+                now = trio.current_time()
+                self.batch.append((now - update.duration, now))
                 mark = "x" if is_error else "ok"
-                took = f"{update.duration * 1000:.1f} ms"
+                took = f"{update.duration * 1000:,.0f} ms"
                 self.line(f"  <- [{mark}] {call.name}({_short(call.arguments, 60)}) in {took}")
                 self.line(f"       {_short(result)}")
             case ToolApprovalRequest(call):
@@ -237,19 +322,23 @@ class Printer:
 # -- the conversation ---------------------------------------------------------------------------
 
 
-async def ask_at_terminal(request: ToolApprovalRequest) -> ToolApprovalResponse:
-    """Ask the user on stdin; anything but y/yes (or end of input) rejects."""
-    question = f"Allow {request.call.name}({request.call.arguments})? [y/N] "
+async def ask_at_terminal(request: ToolApprovalRequest, printer: Printer) -> ToolApprovalResponse:
+    """Ask the user on stdin; anything but y/yes (or the end of input) rejects.
 
-    def ask() -> str:
-        try:
-            return input(question)
-        except EOFError:  # no terminal: no approval
-            print()
-            return ""
-
-    answer = (await trio.to_thread.run_sync(ask)).strip().lower()
-    approved = answer in ("y", "yes")
+    The read runs in a worker thread that is abandoned on cancellation, so Ctrl-C at the prompt
+    ends the demo at once. An answer read from a pipe is not echoed by a terminal, so it is
+    written after the question, ending its line: what follows starts on a line of its own.
+    """
+    stdin = sys.stdin
+    printer.write(f"  Allow {request.call.name}({request.call.arguments})? [y/N] ")
+    line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
+    if not line:
+        printer.write("(end of input: no)\n")
+    elif not stdin.isatty():
+        printer.write(line.rstrip("\r\n") + "\n")  # as a terminal would have echoed it
+    else:
+        printer.at_line_start = True  # the terminal echoed the answer and its newline
+    approved = line.strip().lower() in ("y", "yes")
     return ToolApprovalResponse(request.call.id, approved, None if approved else "the user said no")
 
 
@@ -275,6 +364,7 @@ async def converse(
                     requests.append(update)
                 elif isinstance(update, Finish):
                     finish = update
+        printer.end_batch()
         messages = [*messages, *getattr(stream, "messages", [])]
         if finish is None or finish.finish_reason is not FinishReason.AWAITING_APPROVAL:
             return messages
@@ -300,13 +390,44 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--model", help="the model's name at --base-url, e.g. llama3.2")
     parser.add_argument("--api-key", help="the API key (default: $OPENAI_API_KEY, or none)")
+    parser.add_argument(
+        "--mcp",
+        action="append",
+        default=[],
+        metavar='"COMMAND ARGS"',
+        help="also give the model the tools of this MCP server, started over stdio (one "
+        "shell-quoted command line; repeat for more servers; needs --base-url and the extra "
+        "trio-invoke[mcp])",
+    )
     parser.add_argument("prompt", nargs="?", default=PROMPT, help="the user's message")
     args = parser.parse_args(argv)
     if args.base_url and not args.model:
         parser.error("--base-url needs --model")
     if args.model and not args.base_url:
         parser.error("--model needs --base-url (without it the demo uses the scripted model)")
+    if args.mcp and not args.base_url:
+        parser.error("--mcp needs --base-url: the scripted model knows only the demo's tools")
+    for command in args.mcp:
+        if not shlex.split(command):
+            parser.error("--mcp takes a command line, got an empty one")
     return args
+
+
+RETRIES = 2
+"""How often the demo retries a live server's 429/5xx answers and connection failures."""
+
+
+def _retry_reporter(printer: Printer, max_retries: int) -> Callable[[Exception, int, float], None]:
+    def report(error: Exception, retry: int, delay: float) -> None:
+        if isinstance(error, HTTPStatusError):
+            cause = f"HTTP {error.status_code}"
+        elif isinstance(error, ModelTimeoutError):
+            cause = "a timeout"
+        else:
+            cause = "a connection failure"
+        printer.line(f"  retrying after {cause}, {retry} of {max_retries} (in {delay:.1f} s)")
+
+    return report
 
 
 async def amain(
@@ -316,6 +437,10 @@ async def amain(
 
     Raises:
         ChatClientError: the live model server failed (``--base-url`` only).
+        MCPConnectionError: an ``--mcp`` server could not be started.
+        ImportError: ``--base-url`` without the extra ``trio-invoke[openai]``.
+
+    Cancellation: the transcript is lost; no task is left running.
     """
     printer = printer or Printer()
     async with contextlib.AsyncExitStack() as stack:
@@ -323,13 +448,38 @@ async def amain(
         if args.base_url:
             from .providers.openai._client import OpenAIChatClient  # noqa: PLC0415 -- needs the optional httpx
 
-            live = OpenAIChatClient(args.model, base_url=args.base_url, api_key=args.api_key)
+            live = OpenAIChatClient(
+                args.model,
+                base_url=args.base_url,
+                api_key=args.api_key,
+                max_retries=RETRIES,
+                on_retry=_retry_reporter(printer, RETRIES),
+            )
             model = await stack.enter_async_context(live)
             printer.line(f"model: {args.model} at {args.base_url}")
         else:
             model = scripted_model(delay)
             printer.line("model: the embedded scripted model (no network, no API key)")
-        client = FunctionInvokingChatClient(model, TOOLS)
+            if args.prompt != PROMPT:
+                printer.line(
+                    "note: the scripted model ignores your prompt and replays its script; "
+                    "pass --base-url and --model to ask a live model"
+                )
+        waits = sorted(LATENCY.values())
+        printer.line(
+            f"tools: {', '.join(t.name for t in TOOLS)} (each waits {waits[0] * 1000:.0f}-"
+            f"{waits[-1] * 1000:.0f} ms, as a remote service would)"
+        )
+        tools: list[Any] = list(TOOLS)
+        for command in args.mcp:
+            from .mcp import MCPServer  # noqa: PLC0415 -- needs the optional mcp SDK
+
+            words = shlex.split(command)
+            server = await stack.enter_async_context(MCPServer.stdio(words[0], words[1:]))
+            names = ", ".join(tool.name for tool in server.tools) or "none"
+            printer.line(f"mcp: {server.name} ({command}): {names}")
+            tools += server.tools
+        client = FunctionInvokingChatClient(model, tools)
         messages = [
             ChatMessage.system("You are a helpful assistant. Use the tools when they help."),
             ChatMessage.user(args.prompt),
@@ -340,19 +490,56 @@ async def amain(
             if args.yes or args.no:
                 printer.line(f"  (--{'yes' if args.yes else 'no'}) {request.call.name}")
                 return request.approve() if args.yes else request.reject("the user said no")
-            return await ask_at_terminal(request)
+            return await ask_at_terminal(request, printer)
 
         printer.line("assistant:")
         return await converse(client, messages, decide, printer)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m trio_invoke``: 0 on success, 1 if the model server failed."""
+def _interrupted(exc: BaseException) -> bool:
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    return isinstance(exc, BaseExceptionGroup) and exc.subgroup(KeyboardInterrupt) is not None
+
+
+def main(argv: Sequence[str] | None = None, printer: Printer | None = None) -> int:
+    """Entry point of ``python -m trio_invoke``.
+
+    Returns 0 on success; 1 if the model server failed, an ``--mcp`` server could not be
+    started (or its tools' names clash), or ``--base-url`` lacks its extra (one line on
+    stderr); 130 on Ctrl-C (one line on stderr).
+    """
     args = parse_args(argv)
+    printer = printer or Printer()
+    if args.base_url:
+        try:
+            importlib.import_module(".providers.openai._client", __package__)
+        except ImportError:
+            print(
+                "error: --base-url needs the extra trio-invoke[openai], which is not installed: "
+                f'{_pip()} install ".[openai]" in a checkout of trio_invoke',
+                file=sys.stderr,
+            )
+            return 1
     try:
-        trio.run(amain, args)
-    except ChatClientError as exc:
+        trio.run(amain, args, printer)
+    except TrioInvokeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except BaseException as exc:
+        if not _interrupted(exc):
+            raise
+        if not printer.at_line_start:
+            printer.out.write("\n")
+            printer.out.flush()
+        print("interrupted", file=sys.stderr)
+        return 130
     return 0
+
+
+def _pip() -> str:
+    """The pip command of the interpreter running the demo, as the user would type it."""
+    python = os.path.relpath(sys.executable) if sys.executable else "python"
+    python = python if len(python) < len(sys.executable or "") else sys.executable
+    return f"{python} -m pip"

@@ -13,8 +13,9 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
     ├── ConversationError (ValueError)    a conversation to continue that is not a valid transcript
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
     ├── ToolTimeoutError (TimeoutError)   a tool call ran out of time (on ToolCalled.exception)
-    ├── ToolProcessError (RuntimeError)   a process tool's worker died, or what crosses to it or
-    │                                     back does not pickle (on ToolCalled.exception)
+    ├── ToolError                         raised by a tool: its message is the call's result
+    │   └── ToolProcessError (RuntimeError)  a process tool's worker died, or what crosses to
+    │                                        it or back does not pickle
     └── ChatClientError                   the chat client failed; a wrapped original is __cause__
         ├── StreamProtocolError           its updates contradict each other, or are not updates
         ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
@@ -27,7 +28,8 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
 
 Tool failures are never raised: they become error results that go back to the model. An
 interrupt (``KeyboardInterrupt``, ``SystemExit``) is never caught: it ends the run and comes out
-of the stream (or its ``async with``) as it is.
+of the stream (or its ``async with``) as it is. ``trio_invoke.mcp`` adds its own exceptions
+under :class:`ToolError` and :class:`TrioInvokeError` (see that module).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "StopLoop",
     "StreamProtocolError",
     "ToolDefinitionError",
+    "ToolError",
     "ToolProcessError",
     "ToolTimeoutError",
     "TrioInvokeError",
@@ -91,14 +94,33 @@ class ToolTimeoutError(TrioInvokeError, TimeoutError):
     ``ToolCalled.exception`` and the model gets an error result naming the limit."""
 
 
-class ToolProcessError(TrioInvokeError, RuntimeError):
+class ToolError(TrioInvokeError):
+    """Raise from a tool to answer the call with an error result that says ``str(exc)``.
+
+    Any other exception becomes an error result that names only its type (unless the client has
+    ``include_detailed_errors=True``), since its message may not be meant for the model. A
+    ``ToolError``'s message is: the model reads ``"Error: <message>"`` and can correct itself.
+    The exception is on ``ToolCalled.exception``.
+
+    Example::
+
+        @tool
+        async def lookup(key: str) -> str:
+            if key not in table:
+                raise ToolError(f"no entry {key!r}; known keys: {', '.join(table)}")
+            return table[key]
+    """
+
+
+class ToolProcessError(ToolError, RuntimeError):
     """A call of a process tool (``@tool(isolation="process")``) failed around the function.
 
     Its worker process died (``os._exit``, a segfault, a signal), or what crosses between the
     processes does not pickle: the function, its arguments, its result or the exception it
-    raised. Never raised by the loop: it goes on ``ToolCalled.exception``, and its message goes
-    to the model in full (it names types, tool names and exit codes, never the tool's data), as
-    the call's error result. A worker's death is ``__cause__`` when it was seen in this process.
+    raised. A :class:`ToolError`: its message (which names the tool, types and exit codes, never
+    the tool's data) is the call's error result, and the exception is on
+    ``ToolCalled.exception``. A worker's death is ``__cause__`` when it was seen in this
+    process.
     """
 
 

@@ -17,16 +17,28 @@ __all__ = ["ChatMessage", "FinishReason", "MessageRole", "ToolCall", "Usage"]
 
 
 class MessageRole(enum.Enum):
-    """Who wrote a message; the values are the OpenAI wire format's."""
+    """Who wrote a message; the values are the OpenAI wire format's.
+
+    ``str()`` and f-strings give the value: ``f"{MessageRole.USER}"`` is ``"user"``.
+    """
 
     SYSTEM = "system"
     USER = "user"
     ASSISTANT = "assistant"
     TOOL = "tool"
 
+    def __str__(self) -> str:
+        return self.value
+
 
 class FinishReason(enum.Enum):
-    """Why a response (or a whole run of the loop) ended."""
+    """Why a response (or a whole run of the loop) ended.
+
+    ``str()`` and f-strings give the value, as the wire format spells it:
+
+    >>> print(f"finished: {FinishReason.AWAITING_APPROVAL}")
+    finished: awaiting_approval
+    """
 
     STOP = "stop"
     """The model answered without calling a tool."""
@@ -40,6 +52,9 @@ class FinishReason(enum.Enum):
     """The model ran out of output tokens."""
     CONTENT_FILTER = "content_filter"
     """The provider's content filter stopped the model."""
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @attrs.frozen

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import trio
 
 from ._tools import Tool, ToolDefinition
+
+if TYPE_CHECKING:
+    from ._middleware import ToolMiddleware
 
 __all__ = ["RunOptions", "ToolApprovalResponse"]
 
@@ -33,8 +36,34 @@ class ToolApprovalResponse:
     model's; the tool message records them. ``None`` keeps the model's arguments."""
 
 
-def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+def _responses(value: Iterable[ToolApprovalResponse]) -> tuple[ToolApprovalResponse, ...]:
+    responses: list[ToolApprovalResponse] = []
+    items: Iterable[object] = value  # checked: untyped callers may pass anything
+    for item in items:
+        if not isinstance(item, ToolApprovalResponse):
+            hint = (
+                ": answer a ToolApprovalRequest with request.approve() or request.reject()"
+                if type(item).__name__ == "ToolApprovalRequest"
+                else ""
+            )
+            raise TypeError(
+                "tool_approval_responses must hold ToolApprovalResponse values, got "
+                f"{type(item).__name__}{hint}"
+            )
+        responses.append(item)
+    return tuple(responses)
+
+
+def _tools(value: Iterable[Tool]) -> tuple[Tool, ...]:
     return tuple(value)
+
+
+def _definitions(value: Iterable[ToolDefinition]) -> tuple[ToolDefinition, ...]:
+    return tuple(value)
+
+
+def _middleware(value: Iterable[ToolMiddleware] | None) -> tuple[ToolMiddleware, ...] | None:
+    return None if value is None else tuple(value)
 
 
 def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -56,17 +85,17 @@ class RunOptions:
     """
 
     tool_approval_responses: tuple[ToolApprovalResponse, ...] = attrs.field(
-        default=(), converter=_tuple
+        default=(), converter=_responses
     )
     """Answers to the approval requests of an earlier run, whose messages this run continues."""
-    provider_tools: tuple[Tool, ...] = attrs.field(default=(), converter=_tuple)
+    provider_tools: tuple[Tool, ...] = attrs.field(default=(), converter=_tools)
     """Tools for this run only. They add to the client's tools; one with the name of an existing
     tool replaces it only if it requires approval (the safer version wins)."""
     cancel_scope: trio.CancelScope | None = None
     """Cancel the run from anywhere with ``cancel_scope.cancel()`` (or a deadline): the model
     stream and the tools stop promptly, the stream ends with ``Error("cancelled")`` and the
     transcript stays valid. A scope can be entered once, so use a fresh scope per run."""
-    tools: tuple[ToolDefinition, ...] = attrs.field(default=(), converter=_tuple)
+    tools: tuple[ToolDefinition, ...] = attrs.field(default=(), converter=_definitions)
     """The tools the model may call. :class:`FunctionInvokingChatClient` fills this in for its
     inner client every round; a chat client sends them to the model."""
     tool_choice: str | Mapping[str, Any] | None = attrs.field(
@@ -92,6 +121,14 @@ class RunOptions:
     max_tool_calls: int | None = None
     """The most tool calls this run executes, overriding the client's ``max_tool_calls``.
     ``None``: the client's setting."""
+
+    approval: Literal["batch", "per_call"] | None = None
+    """How a batch that needs approval pauses in this run, overriding the client's ``approval``
+    (``"batch"``: nothing of it runs; ``"per_call"``: the calls that need no approval run first).
+    ``None``: the client's setting."""
+    middleware: tuple[ToolMiddleware, ...] | None = attrs.field(default=None, converter=_middleware)
+    """The middleware of this run's calls, replacing the client's; ``()`` for none. ``None``:
+    the client's."""
 
     def evolve(self, **changes: Any) -> RunOptions:
         """A copy with ``changes`` applied (``attrs.evolve``)."""

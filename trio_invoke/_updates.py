@@ -13,6 +13,7 @@ Match on them::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
@@ -72,12 +73,27 @@ class ToolCallEnd:
     """The id of the call that ended."""
 
 
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 @attrs.frozen
 class ToolApprovalRequest:
     """A call that needs a human's approval before it runs; one per such call.
 
     The loop stops with ``Finish(AWAITING_APPROVAL)`` after sending these; resume it with the
     answers, built by :meth:`approve` or :meth:`reject`, in ``RunOptions.tool_approval_responses``.
+
+    To answer later, possibly in another process, store the requests with :meth:`to_dict` beside
+    the conversation (:meth:`ChatMessage.to_dict`) and rebuild them with :meth:`from_dict`,
+    which keeps the stored digest: an answer built from the rebuilt request still refuses to
+    run a call that was edited in the stored conversation.
+
+    >>> request = ToolApprovalRequest(ToolCall("call_1", "transfer", '{"amount": 10}'))
+    >>> stored = request.to_dict()
+    >>> stored["call"]["function"]
+    {'name': 'transfer', 'arguments': '{"amount": 10}'}
+    >>> ToolApprovalRequest.from_dict(stored) == request
+    True
     """
 
     call: ToolCall
@@ -90,6 +106,36 @@ class ToolApprovalRequest:
     @digest.default
     def _digest(self) -> str:
         return call_digest(self.call)
+
+    def to_dict(self) -> dict[str, Any]:
+        """This request as JSON-ready data: ``{"call": <the call in the OpenAI format>, "digest":
+        "<hex>"}``."""
+        return {"call": self.call.to_dict(), "digest": self.digest}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolApprovalRequest:
+        """Rebuild a request stored with :meth:`to_dict`.
+
+        The digest is taken as stored, never recomputed from the call: it is what ties an answer
+        to the call that was shown. (A request rebuilt from the conversation instead would carry
+        a digest of whatever the conversation now says, and so would approve an edited call.)
+
+        Raises:
+            ValueError: ``data`` is not a mapping with a ``call`` in the OpenAI format and a
+                ``digest`` of 64 hexadecimal digits; the message names the field.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a stored approval request must be a mapping, got {data!r}")
+        call = data.get("call")
+        if not isinstance(call, Mapping):
+            raise ValueError(f"approval request 'call' must be a tool call object, got {call!r}")
+        digest = data.get("digest")
+        if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+            raise ValueError(
+                "approval request 'digest' must be the 64 hexadecimal digits to_dict() stored, "
+                f"got {digest!r}"
+            )
+        return cls(ToolCall.from_dict(call), digest=digest)
 
     def approve(self, *, arguments: str | Mapping[str, Any] | None = None) -> ToolApprovalResponse:
         """Approve the call, optionally with replacement ``arguments`` (validated like the

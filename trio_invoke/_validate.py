@@ -2,12 +2,12 @@
 
 Two layers, run in this order on every tool call:
 
-1. **The seed's checks**, reported together: the arguments are a JSON object, every ``required``
+1. **Basic checks**, reported together: the arguments are a JSON object, every ``required``
    field is present, and each present field's value has a JSON type its ``properties`` entry
    allows (``"type"``: one name or a list of names). Their messages always name the field.
 2. **Full JSON Schema validation** (enum, minimum, nested objects, anyOf, ...) through a
    `fastjsonschema <https://horejsek.github.io/python-fastjsonschema/>`_ validator. It runs only
-   when the seed's checks pass, and also reports every problem it finds.
+   when the basic checks pass, and also reports every problem it finds.
 
 The compiled validator is cached by the schema's canonical JSON text, so equal schemas share one
 validator and a schema is compiled once per process, never per call. Hold the result of
@@ -332,7 +332,8 @@ def _validator_for(canonical: str) -> _Validator:
 def compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], None]:
     """Compile ``schema`` into a validator of tool arguments.
 
-    The validator runs the seed's checks (see :func:`seed_errors`) and, when they pass, full JSON
+    The validator runs the basic checks (an object; required fields present; declared types
+    match) and, when they pass, full JSON
     Schema validation; either way it reports every problem it found in one exception. Validation
     never changes the arguments.
 
@@ -354,7 +355,7 @@ def compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], None]:
             message names the problem. Raised here, never by the returned validator.
 
     The returned validator raises :class:`ArgumentsError` whose ``errors`` name the field and the
-    problem: the seed's formats, and fastjsonschema's with the subject rewritten
+    problem: the basic checks' own messages, and fastjsonschema's with the subject rewritten
     (``"field 'unit' must be one of ['c', 'f']"``, ``"field 'loc.lat' must be number"``,
     ``"arguments must not contain {'x'} properties"``).
     """
@@ -364,7 +365,7 @@ def compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], None]:
 def validate_against_schema(args: Any, schema: Mapping[str, Any]) -> None:
     """Check tool arguments against a tool's JSON Schema.
 
-    The seed's checks first (an object; required fields present; declared types match), all
+    Basic checks first (an object; required fields present; declared types match), all
     problems together; then, if those pass, full JSON Schema validation with a cached
     fastjsonschema validator. Shorthand for ``compile_validator(schema)(args)``, which serialises
     ``schema`` to find its cached validator: to validate many calls, hold
@@ -381,10 +382,17 @@ def validate_against_schema(args: Any, schema: Mapping[str, Any]) -> None:
             ``"field 'unit' must be one of ['c', 'f']"``.
         ToolDefinitionError: ``schema`` itself is not valid JSON Schema.
 
-    Example::
+    Example:
 
-        schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-        validate_against_schema({"n": 3}, schema)  # passes
-        validate_against_schema({}, schema)  # ArgumentsError: missing required field 'n'
+    >>> schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    >>> validate_against_schema({"n": 3}, schema)  # passes: returns None
+    >>> validate_against_schema({}, schema)
+    Traceback (most recent call last):
+      ...
+    trio_invoke.ArgumentsError: missing required field 'n'
+    >>> validate_against_schema({"n": "3"}, schema)
+    Traceback (most recent call last):
+      ...
+    trio_invoke.ArgumentsError: field 'n': expected integer, got string
     """
     compile_validator(schema)(args)

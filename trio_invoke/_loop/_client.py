@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Literal
 
 import trio
@@ -30,11 +30,13 @@ from .._approval import match_approvals, pending_calls
 from .._client import ChatClient
 from .._exceptions import ConfigurationError
 from .._messages import ChatMessage, MessageRole
+from .._middleware import ToolMiddleware
 from .._options import RunOptions
 from .._threads import ToolThreads
 from .._tools import Tool, ToolDefinition, check_tool
 from .._updates import Error, Finish, ToolApprovalRequest
 from ._channels import reraise_single
+from ._hooks import Observer
 from ._invoke import Entry, Limits
 from ._policy import Policy
 from ._round import EVENT_BUFFER
@@ -53,6 +55,19 @@ def _merge_tools(static: Mapping[str, Entry], provider: Iterable[Tool]) -> dict[
         if tool.name not in merged or tool.requires_approval:
             merged[tool.name] = Entry.of(tool)
     return merged
+
+
+def _checked_middleware(middleware: Sequence[ToolMiddleware]) -> tuple[ToolMiddleware, ...]:
+    if callable(middleware) or not isinstance(middleware, Iterable):
+        raise TypeError(f"middleware must be a sequence of middleware, got {middleware!r:.80}")
+    checked = tuple(middleware)
+    for index, item in enumerate(checked):
+        if not callable(item):
+            raise TypeError(
+                f"middleware[{index}] is a {type(item).__name__}, not a middleware (async def "
+                "middleware(context, call_next) -> ToolCalled)"
+            )
+    return checked
 
 
 def _checked_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -120,6 +135,19 @@ class FunctionInvokingChatClient:
             still streams the rest. Calls from the first one that needs approval on wait for the
             end of the response; results keep call order in the transcript. Ignored when
             ``sequential``.
+        approval: How a batch with calls that need approval pauses: ``"batch"`` (default)
+            runs none of its calls before the pause; ``"per_call"`` runs the calls that need no
+            approval and answers them before the pause, and only the others wait (the assistant
+            message then lists the waiting calls last, so that the transcript stays in call
+            order). ``RunOptions.approval`` overrides per run.
+        middleware: Code of yours around every call that runs, outermost first: ``async def
+            middleware(context: ToolContext, call_next) -> ToolCalled`` (see
+            :class:`ToolContext`). It runs inside the call's concurrency slot and time limit,
+            after approval; calls that are not run (unknown tool, invalid arguments, budget
+            spent, tools withheld, rejected) never reach it. ``RunOptions.middleware`` replaces
+            it per run.
+        telemetry: An observer of every run, model call and tool call, such as
+            ``trio_invoke.otel.Telemetry()`` (OpenTelemetry spans and metrics).
         max_tool_threads: The most worker threads the sync tools of this client's runs use at
             once (``@tool`` on a plain function without its own ``limiter``): an int (one
             limiter per client and Trio run) or a ``trio.CapacityLimiter`` to share. ``None``:
@@ -147,6 +175,9 @@ class FunctionInvokingChatClient:
         max_consecutive_errors: int | None = 3,
         include_detailed_errors: bool = False,
         eager_tools: bool = False,
+        approval: Literal["batch", "per_call"] = "batch",
+        middleware: Sequence[ToolMiddleware] = (),
+        telemetry: Observer | None = None,
         max_tool_threads: int | trio.CapacityLimiter | None = None,
     ) -> None:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
@@ -164,6 +195,11 @@ class FunctionInvokingChatClient:
         if not isinstance(max_concurrency, trio.CapacityLimiter):
             _check("max_concurrency", max_concurrency, 1)
         _check("max_tool_calls", max_tool_calls, 0)
+        if approval not in ("batch", "per_call"):
+            raise ConfigurationError(f"approval must be 'batch' or 'per_call', got {approval!r}")
+        self.approval = approval
+        self.middleware = _checked_middleware(middleware)
+        self.telemetry = telemetry
         _check("max_consecutive_errors", max_consecutive_errors, 1)
         self.inner = inner
         self.max_rounds = max_rounds
@@ -199,11 +235,11 @@ class FunctionInvokingChatClient:
 
     # -- the public surface --------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[InvocationStream]:
-        """Run the loop on ``messages``; the value is an :class:`InvocationStream` of updates.
+    ) -> AbstractAsyncContextManager[InvocationStream]:
+        """Run the loop on ``messages``: an async context manager whose value is an
+        :class:`InvocationStream` of updates (``async with agent.run(messages) as stream:``).
 
         Raises:
             ApprovalError: the conversation ends with calls waiting for approval and the
@@ -217,6 +253,12 @@ class FunctionInvokingChatClient:
         the calls that were complete (each answered, ``"Error: cancelled"`` if it never
         finished), nothing of calls the model had not finished sending.
         """
+        return self._run(messages, options)
+
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[InvocationStream]:
         options = options or RunOptions()
         conversation = _checked_messages(messages)
         tools = _merge_tools(self._tools, options.provider_tools)
@@ -236,6 +278,7 @@ class FunctionInvokingChatClient:
         receive: trio.MemoryReceiveChannel[Delivery]
         send, receive = trio.open_memory_channel(EVENT_BUFFER)  # [T](n) costs a typing call
         limits, policy = self._limits(options)
+        approval = options.approval if options.approval is not None else self.approval
         run = Run(
             self.inner,
             conversation,
@@ -246,6 +289,8 @@ class FunctionInvokingChatClient:
             policy,
             sequential=self.sequential,
             eager=self.eager_tools,
+            per_call_approval=approval == "per_call",
+            observation=self.telemetry.run(conversation) if self.telemetry else None,
         )
         stream = InvocationStream(receive, run)
         try:
@@ -275,7 +320,11 @@ class FunctionInvokingChatClient:
             self.max_consecutive_errors,
             math.inf if budget is None else budget,
         )
-        return Limits(timeout, limiter, self.include_detailed_errors), policy
+        middleware = self.middleware
+        if options.middleware is not None:
+            middleware = _checked_middleware(options.middleware)
+        limits = Limits(timeout, limiter, self.include_detailed_errors, middleware)
+        return limits, policy
 
     async def get_response(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None

@@ -1,29 +1,33 @@
 """One tool call, start to result: find the tool, parse and validate, run it under its limits.
 
-:func:`invoke` never raises for anything a tool or a model can do wrong: every outcome becomes a
-:class:`ToolCalled` whose ``result`` is what the model reads next. Only ``trio.Cancelled`` (and
-other ``BaseException``\\ s) propagate; the loop answers a cancelled call itself.
+:func:`invoke` never raises for anything a tool, a middleware or a model can do wrong: every
+outcome becomes a :class:`ToolCalled` whose ``result`` is what the model reads next. Only
+``trio.Cancelled`` (and other ``BaseException``\\ s) propagate; the loop answers a cancelled call
+itself. Under the call's concurrency slot and time limit runs the middleware chain, if there is
+one, and at its end the tool.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 import trio
 
 from .._approval import arguments_text
-from .._exceptions import ArgumentsError, StopLoop, ToolProcessError, ToolTimeoutError
-from .._messages import ToolCall
+from .._exceptions import ArgumentsError, StopLoop, ToolError, ToolTimeoutError
+from .._messages import ChatMessage, ToolCall
+from .._middleware import CallNext, ToolContext, ToolMiddleware
 from .._options import ToolApprovalResponse
 from .._tools import Tool
 from .._updates import ToolCalled
 from .._validate import compile_validator, parse_arguments
+from ._hooks import RunObservation, ToolObservation
 
-__all__ = ["Entry", "Limits", "invoke", "not_run"]
+__all__ = ["Entry", "Limits", "Site", "invoke", "not_run"]
 
 
 @attrs.define(eq=False)
@@ -50,6 +54,20 @@ class Limits:
     """Caps how many calls execute at once; ``None``: no cap."""
     detailed_errors: bool = False
     """Send the message of a tool's exception to the model, not only its type."""
+    middleware: tuple[ToolMiddleware, ...] = ()
+    """The chain each call that runs goes through, outermost first."""
+
+
+@attrs.frozen
+class Site:
+    """Where a call is made: what its middleware and its observer are told."""
+
+    round: int = 1
+    """The round of the run, counting from 1."""
+    messages: Sequence[ChatMessage] = ()
+    """The conversation the model saw."""
+    observation: RunObservation | None = None
+    """The run's observer, if there is one."""
 
 
 def to_text(value: Any) -> str:
@@ -57,18 +75,6 @@ def to_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-_TIMED_OUT: Any = object()
-
-
-async def _execute(tool: Tool, arguments: dict[str, Any], limit: float | None) -> Any:
-    """``tool.execute(arguments)``, or ``_TIMED_OUT`` if it ran longer than ``limit`` seconds."""
-    if limit is None:  # no cancel scope to enter and leave on every call
-        return await tool.execute(arguments)
-    with trio.move_on_after(limit):
-        return await tool.execute(arguments)
-    return _TIMED_OUT
 
 
 def _message(exc: BaseException) -> str:
@@ -90,19 +96,27 @@ def _replacement(call: ToolCall, decision: ToolApprovalResponse | None) -> ToolC
     return ToolCall(call.id, call.name, arguments_text(decision.arguments))
 
 
+def _really_cancelled() -> bool:
+    """Whether a scope around the current task is cancelled (else a ``Cancelled`` is stray)."""
+    return trio.current_effective_deadline() == -math.inf
+
+
 async def invoke(
     call: ToolCall,
     tools: Mapping[str, Entry],
     limits: Limits,
     decision: ToolApprovalResponse | None = None,
+    site: Site = Site(),
 ) -> ToolCalled:
     """Run ``call`` and return its result; never raises except ``Cancelled`` and BaseExceptions.
 
     ``decision`` is the user's answer when the call waited for approval: a rejection becomes
-    the result, replacement arguments replace the model's (and the result says so).
+    the result, replacement arguments replace the model's (and the result says so). Calls that
+    are rejected, name no tool or have invalid arguments never reach the middleware.
 
-    Cancellation: the tool is cancelled wherever it was (a sync tool's thread is abandoned and
-    may still finish); no result is returned, the caller answers the call.
+    Cancellation: the tool (and the middleware around it) is cancelled wherever it was (a sync
+    tool's thread is abandoned and may still finish); no result is returned, the caller answers
+    the call.
     """
     started = trio.current_time()
     if decision is not None and not decision.approved:
@@ -123,50 +137,196 @@ async def invoke(
         text = f"{note}Error: invalid arguments for tool {call.name!r}: {exc}"
         return ToolCalled(edited, text, is_error=True, exception=exc)
     timeout = entry.timeout if entry.timeout is not None else limits.timeout
-    exception: BaseException | None = None
-    try:
-        if limits.limiter is None:
-            value = await _execute(entry.tool, arguments, timeout)
-        else:
-            async with limits.limiter:  # queueing for the limiter does not count as run time
-                value = await _execute(entry.tool, arguments, timeout)
-    except StopLoop as stop:
-        exception, value = stop, stop.result
-    except Exception as exc:
-        # A ToolProcessError's message is the library's own (types, exit codes), never secret.
-        shown = limits.detailed_errors or isinstance(exc, ToolProcessError)
-        detail = f": {_message(exc)}" if shown else ""
-        exception, value = exc, None
-        result, is_error = f"Error: tool {call.name!r} raised {type(exc).__name__}{detail}", True
-    except trio.Cancelled as cancelled:
-        if trio.current_effective_deadline() == -math.inf:
-            raise  # the run, the round or the caller is cancelling this call
-        # No scope of the run was cancelled: the tool let out a Cancelled of its own making.
-        exception, value = cancelled, None
-        result, is_error = (
-            f"Error: tool {call.name!r} raised trio.Cancelled, but nothing cancelled it",
-            True,
+    if (
+        timeout is None
+        and limits.limiter is None
+        and site.observation is None
+        and not (limits.middleware)
+    ):  # nothing around the tool: one coroutine fewer on the per-call path
+        called = await _call_tool(entry.tool, edited, arguments, limits.detailed_errors, started)
+    elif limits.limiter is None:
+        called = await _timed(
+            entry, edited, arguments, seconds=timeout, limits=limits, site=site, started=started
         )
-    if value is _TIMED_OUT:
-        exception = ToolTimeoutError(f"tool {call.name!r} timed out after {timeout:g} s")
-        result, is_error = f"Error: {exception}", True
-    elif exception is None or isinstance(exception, StopLoop):
-        try:
-            result, is_error = to_text(value), False
-        except Exception as exc:  # not JSON: TypeError, ValueError, RecursionError, ...
-            exception = exception or exc  # a StopLoop still stops the loop
-            verb = "stopped the loop with" if isinstance(exception, StopLoop) else "returned"
-            result, is_error = (
-                (
-                    f"Error: tool {call.name!r} {verb} a {type(value).__name__}, "
-                    "which is not JSON-serialisable"
-                ),
-                True,
+    else:
+        async with limits.limiter:  # queueing for the limiter does not count as run time
+            called = await _timed(
+                entry, edited, arguments, seconds=timeout, limits=limits, site=site, started=started
             )
-    return ToolCalled(
-        edited,
-        note + result,
-        is_error,
-        duration=trio.current_time() - started,
-        exception=exception,
-    )
+    if note or limits.middleware:
+        called = attrs.evolve(
+            called, result=note + called.result, duration=trio.current_time() - started
+        )
+    return called
+
+
+async def _timed(
+    entry: Entry,
+    call: ToolCall,
+    arguments: dict[str, Any],
+    *,
+    seconds: float | None,
+    limits: Limits,
+    site: Site,
+    started: float,
+) -> ToolCalled:
+    """The call under its time limit, observed if there is an observer."""
+    observed: ToolObservation | None = None
+    if site.observation is not None:
+        observed = site.observation.tool(call, entry.tool, arguments)
+    try:
+        run: Awaitable[ToolCalled]
+        if not limits.middleware:
+            run = _call_tool(entry.tool, call, arguments, limits.detailed_errors, started)
+        else:
+            context = ToolContext(call, arguments, entry.tool, site.round, site.messages)
+            run = _chain(entry, context, limits)(context)
+        if seconds is None:  # no cancel scope to enter and leave on every call
+            called = await run
+        else:
+            finished: ToolCalled | None = None
+            with trio.move_on_after(seconds):
+                finished = await run
+            if finished is None:
+                error = ToolTimeoutError(f"tool {call.name!r} timed out after {seconds:g} s")
+                finished = ToolCalled(
+                    call,
+                    f"Error: {error}",
+                    True,
+                    duration=trio.current_time() - started,
+                    exception=error,
+                )
+            called = finished
+    except trio.Cancelled:
+        if observed is not None:
+            observed.end(None, "cancelled")
+        raise
+    if observed is not None:
+        observed.end(called, _error_type(called))
+    return called
+
+
+def _error_type(called: ToolCalled) -> str | None:
+    if not called.is_error:
+        return None
+    if isinstance(called.exception, ToolTimeoutError):
+        return "timeout"
+    return type(called.exception).__name__ if called.exception is not None else "_OTHER"
+
+
+async def _call_tool(
+    tool: Tool, call: ToolCall, arguments: dict[str, Any], detailed: bool, started: float
+) -> ToolCalled:
+    """``tool.execute(arguments)`` and what it came to, as the call's result."""
+    try:
+        value = await tool.execute(arguments)
+    except StopLoop as stop:
+        return _stopped(call, stop, started)
+    except ToolError as exc:  # the tool's own words for the model
+        text = f"Error: {_message(exc) or type(exc).__name__}"
+        return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
+    except Exception as exc:
+        return _raised(call, f"tool {call.name!r}", exc, detailed, started)
+    except trio.Cancelled as cancelled:
+        if _really_cancelled():
+            raise  # the run, the round, the caller or the time limit is cancelling this call
+        # No scope of the run was cancelled: the tool let out a Cancelled of its own making.
+        text = f"Error: tool {call.name!r} raised trio.Cancelled, but nothing cancelled it"
+        return ToolCalled(
+            call, text, True, duration=trio.current_time() - started, exception=cancelled
+        )
+    try:
+        result = to_text(value)
+    except Exception as exc:  # not JSON: TypeError, ValueError, RecursionError, ...
+        text = (
+            f"Error: tool {call.name!r} returned a {type(value).__name__}, which is not "
+            "JSON-serialisable"
+        )
+        return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
+    return ToolCalled(call, result, False, duration=trio.current_time() - started)
+
+
+def _stopped(call: ToolCall, stop: StopLoop, started: float) -> ToolCalled:
+    """A ``StopLoop``'s result: the loop stops after the batch, whatever the result is."""
+    duration = trio.current_time() - started
+    try:
+        return ToolCalled(call, to_text(stop.result), False, duration=duration, exception=stop)
+    except Exception:  # not JSON: the stop stands all the same
+        text = (
+            f"Error: tool {call.name!r} stopped the loop with a {type(stop.result).__name__}, "
+            "which is not JSON-serialisable"
+        )
+        return ToolCalled(call, text, True, duration=duration, exception=stop)
+
+
+def _raised(call: ToolCall, who: str, exc: Exception, detailed: bool, started: float) -> ToolCalled:
+    detail = f": {_message(exc)}" if detailed else ""
+    text = f"Error: {who} raised {type(exc).__name__}{detail}"
+    return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
+
+
+# -- the middleware chain ---------------------------------------------------------------------
+
+
+def _chain(entry: Entry, first: ToolContext, limits: Limits) -> CallNext:
+    """The middleware around the tool, outermost first, for one call."""
+
+    async def tool(context: ToolContext) -> ToolCalled:
+        call, arguments = context.call, context.arguments
+        if context.tool is not first.tool or arguments is not first.arguments:
+            # A middleware changed what runs: validate it like the model's arguments.
+            validate = entry.validate
+            if context.tool is not first.tool:
+                validate = compile_validator(context.tool.parameters)
+            try:
+                arguments = dict(arguments)
+                validate(arguments)
+                text = arguments_text(arguments)
+            except (ArgumentsError, TypeError, ValueError) as exc:
+                return ToolCalled(
+                    call,
+                    f"Error: invalid arguments for tool {context.tool.name!r} from middleware: "
+                    f"{exc}",
+                    True,
+                    exception=exc,
+                )
+            call = ToolCall(call.id, context.tool.name, text)
+        return await _call_tool(
+            context.tool, call, dict(arguments), limits.detailed_errors, trio.current_time()
+        )
+
+    call_next: CallNext = tool
+    for middleware in reversed(limits.middleware):
+        call_next = _layer(middleware, call_next, limits.detailed_errors)
+    return call_next
+
+
+def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> CallNext:
+    name = getattr(middleware, "__qualname__", None) or type(middleware).__qualname__
+    who = f"middleware {name!r}"
+
+    async def layer(context: ToolContext) -> ToolCalled:
+        started = trio.current_time()
+        try:
+            called: object = await middleware(context, call_next)
+        except StopLoop as stop:
+            return _stopped(context.call, stop, started)
+        except Exception as exc:
+            return _raised(context.call, who, exc, detailed, started)
+        except trio.Cancelled as cancelled:
+            if _really_cancelled():
+                raise
+            text = f"Error: {who} raised trio.Cancelled, but nothing cancelled it"
+            return ToolCalled(context.call, text, True, exception=cancelled)
+        if not isinstance(called, ToolCalled):
+            text = f"Error: {who} returned a {type(called).__name__}, not a ToolCalled"
+            return ToolCalled(context.call, text, True)
+        if called.call.id != context.call.id:
+            text = (
+                f"Error: {who} returned the result of call {called.call.id!r}, not of "
+                f"{context.call.id!r}"
+            )
+            return ToolCalled(context.call, text, True)
+        return called
+
+    return layer

@@ -59,6 +59,9 @@ class RoundOutcome:
     """A tool raised ``StopLoop``."""
 
 
+_OFFERED = RoundPlan()
+
+
 def turn_reason(
     model_reason: FinishReason,
     calls: Sequence[ToolCall],
@@ -116,7 +119,7 @@ class Policy:
                 f"tools are disabled after {self.failed_streak} rounds in a row in which every "
                 "call failed"
             )
-        return RoundPlan()
+        return _OFFERED
 
     def allows(self, position: int) -> bool:
         """Whether the call at ``position`` in this round's call order is within the budget."""

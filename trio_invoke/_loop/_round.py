@@ -44,7 +44,8 @@ from .._updates import (
     ToolCallStart,
 )
 from ._channels import offer, primary, send
-from ._invoke import invoke, not_run
+from ._hooks import ChatObservation
+from ._invoke import Site, invoke, not_run
 from ._policy import BUDGET_SPENT, RoundOutcome, RoundPlan, turn_reason
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ __all__ = ["EVENT_BUFFER", "Round", "Turn"]
 EVENT_BUFFER = 256
 """Capacity of each round's event channel (the seed's ``mpsc::channel(256)``)."""
 _MODEL_TYPES = frozenset(MODEL_UPDATES)
+_RUNS_CALLS = frozenset({FinishReason.TOOL_CALLS, FinishReason.AWAITING_APPROVAL})
 Events: TypeAlias = "trio.MemorySendChannel[AgentResponseUpdate]"
 
 
@@ -92,6 +94,8 @@ class Round:
     """Call id -> the result put into ``events`` (so the caller gets it)."""
     _positions: dict[str, int] = attrs.field(init=False)
     """On resume: call id -> place in call order."""
+    _site: Site = attrs.field(default=Site(), init=False)
+    """What each call's middleware and observer are told: set before the first call starts."""
     # -- written by the loop side ---------------------------------------------------------------
     _turns: trio.MemoryReceiveChannel[Turn] | None = attrs.field(default=None, init=False)
     _turn: Turn | None = attrs.field(default=None, init=False)
@@ -104,7 +108,9 @@ class Round:
     def resume(
         cls, run: Run, calls: Sequence[ToolCall], decisions: Mapping[str, ToolApprovalResponse]
     ) -> Round:
-        return cls(run, RoundPlan(), None, tuple(calls), decisions)
+        round_ = cls(run, RoundPlan(), None, tuple(calls), decisions)
+        round_._site = run.site(tuple(run.messages))
+        return round_
 
     @classmethod
     def model(cls, run: Run, plan: RoundPlan) -> Round:
@@ -195,15 +201,26 @@ class Round:
                     withheld=self.plan.withheld is not None,
                     needs_approval=self.run.needs_approval,
                 )
+            run_now = calls
             if reason is FinishReason.AWAITING_APPROVAL:
-                # Pause: nothing more of this batch runs. Eager calls already running finish
+                waiting = [call for call in calls if self.run.needs_approval(call.name)]
+                run_now = ()
+                if self.run.per_call_approval:
+                    # The calls that need no approval run now, and the assistant message lists
+                    # them first, so that their tool messages and, on resume, those of the
+                    # waiting calls follow it in call order.
+                    run_now = tuple(call for call in calls if call not in waiting)
+                    calls = (*run_now, *waiting)
+                    assert message is not None
+                    message = attrs.evolve(message, tool_calls=calls)
+                # Else nothing more of this batch runs: eager calls already running finish
                 # first; their results come before the pending calls' in call order.
-                for call in calls:
-                    if self.run.needs_approval(call.name):
-                        await send(events, ToolApprovalRequest(call))
+                for call in waiting:
+                    await send(events, ToolApprovalRequest(call))
             turns.send_nowait(Turn(message, calls, reason))  # capacity 1, sent once
-            if reason is not FinishReason.TOOL_CALLS:
+            if not run_now or reason not in _RUNS_CALLS:
                 return
+            calls = run_now
             if self.run.sequential:
                 for call in calls:
                     self._started.add(call.id)
@@ -223,9 +240,14 @@ class Round:
         if self.plan.withheld is not None:  # offered, but the model must not call them
             options = options.evolve(tool_choice="none", parallel_tool_calls=None)
         eager = run.eager and self.plan.withheld is None
+        seen = tuple(run.messages)
+        self._site = run.site(seen)
+        observed: ChatObservation | None = None
+        if run.observation is not None:
+            observed = run.observation.chat(run.inner, seen, options)
         finish: Finish | None = None
         try:
-            async with run.inner.run(tuple(run.messages), options) as updates:
+            async with run.inner.run(seen, options) as updates:
                 async for update in updates:
                     if type(update) not in _MODEL_TYPES:
                         raise StreamProtocolError(_not_a_model_update(run, update))
@@ -245,16 +267,15 @@ class Round:
                     ended = accumulator.add(update)  # after the send: the transcript holds
                     if eager:  # only what goes to the caller
                         self._start_early(update, ended, events, nursery)
-        except TrioInvokeError:
-            raise
-        except Exception as exc:
-            cause = primary(exc)
-            if isinstance(cause, TrioInvokeError):
-                raise cause from None
-            raise ChatClientError(
-                f"the chat client {type(run.inner).__name__} failed: "
-                f"{type(cause).__name__}: {cause}"
-            ) from cause
+        except BaseException as exc:
+            failure = _failure(run, exc)
+            if observed is not None:
+                observed.end(finish, accumulator.message(), failure)
+            if failure is exc:
+                raise
+            raise failure from failure.__cause__
+        if observed is not None:
+            observed.end(finish, accumulator.message(), None)
         return FinishReason.STOP if finish is None else finish.finish_reason
 
     def _start_early(
@@ -266,11 +287,17 @@ class Round:
     ) -> None:
         """Start a call as soon as its arguments are complete, unless it, or a call before it
         in call order, needs approval: those wait for the end of the response, so that results
-        keep call order in the transcript when the batch pauses for approval."""
+        keep call order in the transcript when the batch pauses for approval. With per-call
+        approval only the calls that need approval wait (the pause lists them last)."""
         assert self.accumulator is not None
-        if type(update) is ToolCallStart and self.run.needs_approval(update.name):
-            self._approval_at = min(self._approval_at, self.accumulator.position(update.id))
-        elif ended is not None and self.accumulator.position(ended.id) < self._approval_at:
+        if type(update) is ToolCallStart:
+            if not self.run.per_call_approval and self.run.needs_approval(update.name):
+                self._approval_at = min(self._approval_at, self.accumulator.position(update.id))
+        elif (
+            ended is not None
+            and self.accumulator.position(ended.id) < self._approval_at
+            and not self.run.needs_approval(ended.name)
+        ):
             self._start(ended, events, nursery)
 
     def _start(self, call: ToolCall, events: Events, nursery: trio.Nursery) -> None:
@@ -290,7 +317,9 @@ class Round:
             return not_run(call, self.plan.withheld)
         if not self.run.policy.allows(self._position(call)):
             return not_run(call, BUDGET_SPENT)
-        return await invoke(call, self.run.tools, self.run.limits, self.decisions.get(call.id))
+        return await invoke(
+            call, self.run.tools, self.run.limits, self.decisions.get(call.id), self._site
+        )
 
     async def _report(self, called: ToolCalled, events: Events) -> None:
         """Put a call's result into ``events``; once it is in, it is the call's result."""
@@ -301,6 +330,22 @@ class Round:
         if self.accumulator is not None:
             return self.accumulator.position(call.id)
         return self._positions[call.id]
+
+
+def _failure(run: Run, exc: BaseException) -> BaseException:
+    """What the inner client's exception means for the run: library errors as they are, any
+    other exception a ``ChatClientError`` (the original is its cause); interrupts and
+    cancellations as they are."""
+    if not isinstance(exc, Exception) or isinstance(exc, TrioInvokeError):
+        return exc
+    cause = primary(exc)
+    if isinstance(cause, TrioInvokeError):
+        return cause
+    error = ChatClientError(
+        f"the chat client {type(run.inner).__name__} failed: {type(cause).__name__}: {cause}"
+    )
+    error.__cause__ = cause
+    return error
 
 
 def _not_a_model_update(run: Run, update: object) -> str:

@@ -22,7 +22,8 @@ from .._messages import ChatMessage, FinishReason, ToolCall, Usage
 from .._options import RunOptions, ToolApprovalResponse
 from .._updates import AgentResponseUpdate, Error, Finish
 from ._channels import primary, send
-from ._invoke import Entry, Limits
+from ._hooks import RunObservation
+from ._invoke import Entry, Limits, Site
 from ._policy import Policy, RoundOutcome, later_round_options
 from ._round import Round
 
@@ -53,6 +54,10 @@ class Run:
     policy: Policy
     sequential: bool = False
     eager: bool = False
+    per_call_approval: bool = False
+    """A batch that pauses for approval runs its calls that need none first."""
+    observation: RunObservation | None = None
+    """The run's observer (telemetry), if it has one."""
     added: list[ChatMessage] = attrs.field(factory=list)
     """What this run added (``stream.messages``)."""
     usage: Usage | None = None
@@ -60,10 +65,16 @@ class Run:
     """What ended the run with an exception, for the caller's stream to raise (once)."""
     _round: Round | None = None
     """The round being played, if one is."""
+    _rounds: int = 0
+    """Rounds started so far (a resume is one)."""
 
     def needs_approval(self, name: str) -> bool:
         entry = self.tools.get(name)
         return entry is not None and entry.tool.requires_approval
+
+    def site(self, seen: tuple[ChatMessage, ...]) -> Site:
+        """What the calls of the round being played are told (see ``_invoke.Site``)."""
+        return Site(self._rounds, seen, self.observation)
 
     def take_interrupt(self) -> BaseException | None:
         """The interrupt that ended the run (``KeyboardInterrupt``, ``SystemExit``, ...), if the
@@ -114,11 +125,15 @@ class Run:
                 failure = primary(exc)
                 if not entered or isinstance(failure, trio.Cancelled):
                     self._settle(CANCELLED, CANCELLED)  # an outer cancellation: nothing to send
+                    self._observed(None, CANCELLED if entered else type(failure).__name__)
                     raise
                 self.failure = failure  # the inner client failed, or an interrupt
                 kind = "the chat client failed" if isinstance(failure, Exception) else "interrupted"
                 why = f"{kind} ({type(failure).__name__})"
                 not_started, started = f"not run: {why}", f"cancelled: {why}"
+                self._observed(None, type(failure).__name__)
+            if scope.cancelled_caught:
+                self._observed(None, CANCELLED)  # (once: a failure was observed first)
             owed = self._settle(not_started, started)
             for update in owed:
                 await send(self.send, update)
@@ -158,7 +173,13 @@ class Run:
             if end is not None:
                 return await self._finish(end)
 
+    def _observed(self, reason: FinishReason | None, error: str | None) -> None:
+        observation, self.observation = self.observation, None  # ended once
+        if observation is not None:
+            observation.end(reason, self.usage, error)
+
     async def _play(self, round_: Round) -> RoundOutcome:
+        self._rounds += 1
         self._round = round_
         outcome = await round_.play()
         self._round = None
@@ -170,4 +191,5 @@ class Run:
         self.added.extend(messages)
 
     async def _finish(self, reason: FinishReason) -> None:
+        self._observed(reason, None)
         await send(self.send, Finish(reason, self.usage))

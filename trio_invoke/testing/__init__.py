@@ -4,7 +4,8 @@ agents.
 What trio_invoke's own test suite uses, shipped for yours:
 
 * chat clients with no network: :class:`ScriptedChatClient`, which replays a script, and
-  :class:`FunctionChatClient`, whose responses come from a function of the conversation;
+  :class:`FunctionChatClient`, whose responses come from a function of the conversation
+  (annotate that function as :data:`ChatFunction`, its result as :data:`FunctionResponse`);
 * building responses: :func:`tool_call_updates` (the streamed form of one tool call) and
   :func:`tool_calls_response` (a whole response that calls tools);
 * running and checking: :func:`run_to_completion`, which runs a client and returns its updates
@@ -23,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._scripted import ScriptedCall as ScriptedCall
 from .._scripted import ScriptedChatClient as ScriptedChatClient
+from ._function_client import ChatFunction as ChatFunction
 from ._function_client import FunctionChatClient as FunctionChatClient
+from ._function_client import FunctionResponse as FunctionResponse
 from ._responses import tool_call_updates as tool_call_updates
 from ._responses import tool_calls_response as tool_calls_response
 from ._transcripts import RunResult as RunResult
@@ -40,7 +43,9 @@ if TYPE_CHECKING:  # at run time, imported on first use by __getattr__ below
     )
 
 __all__ = [
+    "ChatFunction",
     "FunctionChatClient",
+    "FunctionResponse",
     "RunResult",
     "ScriptedCall",
     "ScriptedChatClient",
@@ -91,6 +96,8 @@ def __dir__() -> list[str]:
 
 for _name in __all__:
     _value = globals().get(_name)
-    if getattr(_value, "__module__", "").startswith(__name__ + "."):
+    if isinstance(_value, type | type(tool_calls_response)) and _value.__module__.startswith(
+        __name__ + "."
+    ):
         _value.__module__ = __name__  # reprs and tracebacks show the public path
 del _name, _value

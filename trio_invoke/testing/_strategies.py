@@ -13,7 +13,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:  # pragma: no cover - tests/test_extras.py imports it without Hypothesis
+    raise ImportError(
+        "trio_invoke.testing's strategies need Hypothesis, which is not installed: "
+        'pip install "trio_invoke[testing]"'
+    ) from exc
 
 from .._messages import FinishReason, ToolCall, Usage
 from .._updates import (

@@ -22,7 +22,7 @@ import os
 import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from email.utils import parsedate_to_datetime
 from types import MappingProxyType, TracebackType
@@ -255,6 +255,13 @@ class OpenAIChatClient:
         headers: Extra HTTP headers for every request.
         http_client: An ``httpx.AsyncClient`` of yours to send requests with; you open and
             close it. Default: the client's own, per run or per ``async with``.
+        on_retry: Called before each retry's wait as ``on_retry(error, retry, delay)``: the
+            error that the retry answers (an :class:`HTTPStatusError`, a
+            :class:`ModelConnectionError` or a :class:`ModelTimeoutError`), the retry's number
+            (1 for the first, up to ``max_retries``) and the seconds it will wait. It runs
+            synchronously in the calling task, so keep it quick (log, print, count); what it
+            raises propagates and ends the request. Example:
+            ``on_retry=lambda error, n, delay: print(f"retrying after {error}, {n} of 2")``.
 
     Raises:
         ConfigurationError: an empty model name, a ``base_url`` that is not an http(s) URL, a
@@ -274,6 +281,7 @@ class OpenAIChatClient:
         model_options: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
+        on_retry: Callable[[Exception, int, float], object] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigurationError(f"model must be a non-empty string, got {model!r}")
@@ -314,6 +322,8 @@ class OpenAIChatClient:
             self._headers["Authorization"] = f"Bearer {key}"
         self._http_client = http_client
         self._pool: httpx.AsyncClient | None = None
+        self.on_retry = on_retry
+        """Called before each retry (see the ``on_retry`` argument); ``None``: nothing is."""
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._has_key else ""
@@ -434,8 +444,11 @@ class OpenAIChatClient:
                 response = await http.send(request, stream=True)
             except _RETRY_TRANSPORT as exc:
                 if attempt < self.max_retries:
-                    await trio.sleep(self._backoff(attempt))
+                    delay = self._backoff(attempt)
                     attempt += 1
+                    if self.on_retry is not None:
+                        self.on_retry(self._transport_error(exc, 1), attempt, delay)
+                    await trio.sleep(delay)
                     continue
                 raise self._transport_error(exc, attempt + 1) from exc
             except httpx.HTTPError as exc:
@@ -449,8 +462,10 @@ class OpenAIChatClient:
             if error.retry_after is not None and error.retry_after > self.max_retry_delay:
                 raise error  # the server asks for a longer wait than we are willing to make
             delay = error.retry_after if error.retry_after is not None else self._backoff(attempt)
-            await trio.sleep(delay)
             attempt += 1
+            if self.on_retry is not None:
+                self.on_retry(error, attempt, delay)
+            await trio.sleep(delay)
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.retry_backoff * 2.0**attempt, self.max_retry_delay)

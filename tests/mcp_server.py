@@ -1,0 +1,234 @@
+"""A real MCP server for the tests of ``trio_invoke.mcp``, written with the SDK's server API.
+
+Run as a subprocess: over stdio by default, or over streamable HTTP with ``--http PORT``
+(127.0.0.1 only). ``--log PATH`` appends one JSON line per event the tests look for: the
+server's pid at start, every notification it receives (``notifications/cancelled`` among them),
+every ``tools/list`` page it serves, and each tool call that was cancelled.
+
+``--page-size N`` paginates ``tools/list``; ``--extra-tools N`` adds ``tool_<i>`` tools, and
+``--odd-names`` adds tools whose names are not valid for model providers (dots, 100 characters),
+``--collide`` two of them that map to one provider name; ``--bad-schema`` lists ``echo`` with
+an input schema whose regex does not compile; ``--cursor-loop`` (with ``--page-size``) answers
+every page with the same next cursor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+from pydantic import BaseModel
+
+
+class Place(BaseModel):
+    """A point on the map."""
+
+    lat: float
+    lon: float
+    name: str = ""
+
+
+PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
+
+
+def build(args: argparse.Namespace) -> MCPServer:
+    log_path: str | None = args.log
+
+    def log(**event: Any) -> None:
+        if log_path is not None:
+            with open(log_path, "a", encoding="utf-8") as file:
+                file.write(json.dumps(event) + "\n")
+
+    class Observe:
+        """Server middleware: logs notifications and pages ``tools/list``."""
+
+        async def __call__(self, ctx: Any, call_next: Any) -> Any:
+            if ctx.request_id is None:
+                log(event="notification", method=ctx.method, params=ctx.params)
+                return await call_next(ctx)
+            if ctx.method == "tools/call":
+                log(event="call", id=ctx.request_id, tool=(ctx.params or {}).get("name"))
+            result = await call_next(ctx)
+            if ctx.method == "tools/list" and args.bad_schema:
+                for listed in result["tools"]:
+                    if listed["name"] == "echo":  # a pattern no regex engine compiles
+                        listed["inputSchema"]["properties"]["text"]["pattern"] = "("
+            if ctx.method == "tools/list" and args.page_size:
+                # The SDK hands middleware the result as a wire dict.
+                tools = result["tools"]
+                cursor = (ctx.params or {}).get("cursor")
+                start = int(cursor) if cursor else 0
+                end = start + args.page_size
+                result = {**result, "tools": tools[start:end]}
+                if end < len(tools):
+                    result["nextCursor"] = str(end)
+                if args.cursor_loop:  # a server bug: the listing never ends
+                    result["nextCursor"] = str(args.page_size)
+                log(event="tools/list", cursor=cursor, count=len(result["tools"]))
+            return result
+
+    server = MCPServer("test-server", middleware=[Observe()], log_level="WARNING")
+    log(event="started", pid=os.getpid())
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool()
+    def record(text: str) -> str:
+        """Records the text in the log (a side effect the tests can see)."""
+        log(event="recorded", text=text)
+        return f"recorded {text}"
+
+    @server.tool()
+    def locate(place: Place, tags: tuple[str, int] = ("none", 0)) -> str:
+        """Takes a nested model ($defs and $ref) and a tuple (prefixItems): JSON Schema 2020-12."""
+        return f"{place.name or 'somewhere'} at {place.lat},{place.lon} ({tags[0]}, {tags[1]})"
+
+    @server.tool()
+    def fail(message: str) -> str:
+        """Always fails with the given message."""
+        raise ToolError(message)
+
+    @server.tool()
+    def rpc_error(code: int, message: str) -> str:
+        """Answers with a JSON-RPC error instead of a result."""
+        raise MCPError(code=code, message=message)
+
+    @server.tool()
+    async def slow(seconds: float, tag: str = "") -> str:
+        """Sleep, then answer."""
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            log(event="tool cancelled", tool="slow", tag=tag)
+            raise
+        return f"slept {seconds}"
+
+    @server.tool()
+    async def exit_now(code: int = 3, delay: float = 0.0) -> str:
+        """Ends the server process abruptly (after ``delay`` seconds)."""
+        await anyio.sleep(delay)
+        sys.stdout.flush()
+        os._exit(code)
+
+    @server.tool()
+    def media() -> CallToolResult:
+        """Answers with one block of every kind."""
+        return CallToolResult(
+            content=[
+                TextContent(type="text", text="here they are"),
+                ImageContent(type="image", data=PIXEL, mime_type="image/png"),
+                AudioContent(type="audio", data=PIXEL, mime_type="audio/wav"),
+                EmbeddedResource(
+                    type="resource",
+                    resource=TextResourceContents(
+                        uri="file:///notes.txt", mime_type="text/plain", text="the notes"
+                    ),
+                ),
+                ResourceLink(
+                    type="resource_link", uri="file:///big.bin", name="big", mime_type="x/y"
+                ),
+            ]
+        )
+
+    @server.tool()
+    def structured_only() -> CallToolResult:
+        """Answers with structured content and no content blocks."""
+        return CallToolResult(content=[], structured_content={"answer": 42, "unit": "none"})
+
+    @server.tool()
+    def text_and_structured() -> CallToolResult:
+        """Answers with both, as the spec recommends."""
+        return CallToolResult(
+            content=[TextContent(type="text", text='{"answer": 42}')],
+            structured_content={"answer": 42},
+        )
+
+    @server.tool()
+    def two_texts() -> CallToolResult:
+        """Answers with two text blocks."""
+        return CallToolResult(
+            content=[
+                TextContent(type="text", text="first"),
+                TextContent(type="text", text="second"),
+            ]
+        )
+
+    @server.tool()
+    async def add_tool(name: str, ctx: Context) -> str:
+        """Adds a tool named ``name`` and says the tool list changed."""
+        server.add_tool(lambda: f"I am {name}", name=name, description=f"The {name} tool.")
+        await ctx.session.send_tool_list_changed()  # handshake-era clients
+        await ctx.notify_tools_changed()  # 2026-07-28 clients listening
+        return f"added {name}"
+
+    @server.tool()
+    async def remove_tool(name: str, ctx: Context) -> str:
+        """Removes the tool named ``name`` and says the tool list changed."""
+        server.remove_tool(name)
+        await ctx.session.send_tool_list_changed()
+        await ctx.notify_tools_changed()
+        return f"removed {name}"
+
+    @server.tool()
+    def block(seconds: float) -> str:
+        """Blocks the whole server (a sync sleep in its event loop)."""
+        time.sleep(seconds)
+        return "unblocked"
+
+    for i in range(args.extra_tools):
+        server.add_tool(lambda i=i: f"tool {i}", name=f"tool_{i}", description=f"Extra tool {i}.")
+    if args.odd_names:
+        server.add_tool(lambda: "dotted", name="files.read.v2", description="A dotted name.")
+        server.add_tool(lambda: "long", name="x" * 100, description="A long name.")
+    if args.collide:
+        server.add_tool(lambda: "dot", name="ns.tool", description="Dotted.")
+        server.add_tool(lambda: "underscore", name="ns_tool", description="Underscored.")
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, default=None, metavar="PORT")
+    parser.add_argument("--log", default=None)
+    parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--extra-tools", type=int, default=0)
+    parser.add_argument("--odd-names", action="store_true")
+    parser.add_argument("--collide", action="store_true")
+    parser.add_argument("--bad-schema", action="store_true")
+    parser.add_argument("--cursor-loop", action="store_true")
+    args = parser.parse_args()
+    server = build(args)
+    if args.http is None:
+        server.run()
+    else:
+        anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=args.http))
+
+
+if __name__ == "__main__":
+    main()

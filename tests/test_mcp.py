@@ -1,0 +1,1085 @@
+"""trio_invoke.mcp against real MCP servers (tests/mcp_server.py, built on the SDK's MCPServer):
+over stdio as a subprocess, and over streamable HTTP on 127.0.0.1 in a subprocess.
+
+These wait for real processes and sockets, so time here is real time (bounded by
+``trio.fail_after`` everywhere); the loop's own timing is tested on virtual time elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+import trio_invoke
+from trio_invoke import (
+    ChatMessage,
+    ConfigurationError,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    RunOptions,
+    ScriptedChatClient,
+    TextDelta,
+    ToolApprovalRequest,
+    ToolCall,
+    ToolCalled,
+    ToolTimeoutError,
+)
+from trio_invoke.mcp import (
+    MCPConnectionError,
+    MCPInitTimeoutError,
+    MCPServer,
+    MCPTimeoutError,
+    MCPTool,
+    MCPToolError,
+)
+from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_calls_response
+
+SERVER = str(Path(__file__).with_name("mcp_server.py"))
+PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+USER = [ChatMessage.user("go")]
+BASE_TOOLS = {
+    *("add", "echo", "record", "locate", "fail", "rpc_error", "slow", "exit_now", "media"),
+    *("structured_only", "text_and_structured", "two_texts", "add_tool", "remove_tool", "block"),
+}
+ENTER = 60  # seconds: a cold start of the server process imports the whole MCP SDK
+
+
+# -- servers ----------------------------------------------------------------------------------
+
+
+class Log:
+    """The JSON lines the test server appends (see tests/mcp_server.py)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        events = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in events if kind is None or e["event"] == kind]
+
+    def pids(self) -> list[int]:
+        return [e["pid"] for e in self.events("started")]
+
+    def cancelled_notifications(self) -> list[dict[str, Any]]:
+        """The ``notifications/cancelled`` that name a ``tools/call`` (closing the connection
+        also cancels the 2026-07-28 ``subscriptions/listen`` stream)."""
+        calls = {e["id"] for e in self.events("call")}
+        return [
+            e
+            for e in self.events("notification")
+            if e["method"] == "notifications/cancelled" and e["params"]["requestId"] in calls
+        ]
+
+    def cancelled_tags(self) -> list[str]:
+        return [e["tag"] for e in self.events("tool cancelled")]
+
+    async def wait_for(self, predicate: Any, seconds: float = 10.0) -> None:
+        """Until ``predicate(self)`` holds: the server writes its log from another process."""
+        with trio.fail_after(seconds):
+            while not predicate(self):  # noqa: ASYNC110 -- another process
+                await trio.sleep(0.02)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Log:
+    return Log(tmp_path / "server.jsonl")
+
+
+def stdio(log: Log, *flags: str, **options: Any) -> MCPServer:
+    return MCPServer.stdio(sys.executable, [SERVER, "--log", str(log.path), *flags], **options)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class HTTPServer:
+    """tests/mcp_server.py --http on 127.0.0.1, as a subprocess this test stops."""
+
+    def __init__(self, log: Log, *flags: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = log
+        self.process = subprocess.Popen(
+            [SERVER_PYTHON, SERVER, "--http", str(self.port), "--log", str(log.path), *flags],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + ENTER
+        while True:  # a real wait: the process must start listening
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the HTTP test server exited with {self.process.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise
+                time.sleep(0.05)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+SERVER_PYTHON = sys.executable
+
+
+@pytest.fixture
+def http_server(log: Log) -> Iterator[HTTPServer]:
+    server = HTTPServer(log)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def make_server(request: pytest.FixtureRequest, log: Log) -> Iterator[Any]:
+    """Builds an MCPServer of the parametrised transport, with the given options."""
+    started: list[HTTPServer] = []
+
+    def make(*flags: str, **options: Any) -> MCPServer:
+        if request.param == "stdio":
+            return stdio(log, *flags, **options)
+        started.append(HTTPServer(log, *flags))
+        return MCPServer.http(started[-1].url, **options)
+
+    make.transport = request.param  # type: ignore[attr-defined]
+    try:
+        yield make
+    finally:
+        for server in started:
+            server.stop()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie counts as ended: the SDK reaps it, but give that a moment.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def by_remote(server: MCPServer) -> dict[str, MCPTool]:
+    return {tool.remote_name: tool for tool in server.tools}
+
+
+def calls_response(*calls: tuple[str, str, dict[str, Any]]) -> list[Any]:
+    return tool_calls_response(*(ToolCall(i, n, json.dumps(a)) for i, n, a in calls))
+
+
+def answer(text: str = "done") -> list[Any]:
+    return [TextDelta(text), Finish(FinishReason.STOP)]
+
+
+def called(updates: Any) -> dict[str, ToolCalled]:
+    return {u.call.id: u for u in updates if isinstance(u, ToolCalled)}
+
+
+# -- listing ----------------------------------------------------------------------------------
+
+
+async def test_lists_every_tool_with_its_schema_and_description(make_server: Any) -> None:
+    with trio.fail_after(ENTER):
+        async with make_server() as server:
+            tools = by_remote(server)
+            assert set(tools) == BASE_TOOLS
+            add = tools["add"]
+            assert add.name == "add"
+            assert add.description == "Add two integers."
+            assert add.parameters["required"] == ["a", "b"]
+            assert add.parameters["properties"]["a"]["type"] == "integer"
+            assert add.definition.name == "add"
+            assert not add.requires_approval
+            assert add.call_timeout == 60.0
+            assert not hasattr(add, "timeout")  # the loop's tool_timeout stays in charge
+            assert server.name == "test-server"
+            assert server.available
+            assert server.remote_names == {t.name: t.remote_name for t in server.tools}
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [("fs", "fs_add"), ("my.server", "my_server_add"), ("a-b", "a-b_add")],
+)
+async def test_prefix_comes_first_and_names_stay_valid(
+    log: Log, prefix: str, expected: str
+) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--odd-names", prefix=prefix) as server:
+            names = [tool.name for tool in server.tools]
+            assert expected in names
+            assert all(PROVIDER_NAME.match(name) for name in names), names
+            assert len(set(names)) == len(names)
+            reverse = server.remote_names
+            assert reverse[expected] == "add"
+            assert reverse[f"{prefix.replace('.', '_')}_files_read_v2"] == "files.read.v2"
+            long = [n for n, remote in reverse.items() if remote == "x" * 100]
+            assert len(long) == 1
+            assert len(long[0]) == 64
+
+
+async def test_odd_names_without_prefix_are_mapped_and_called_by_their_server_name(
+    log: Log,
+) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--odd-names") as server:
+            tools = by_remote(server)
+            assert tools["files.read.v2"].name == "files_read_v2"
+            assert await tools["files.read.v2"].execute({}) == "dotted"
+            assert await tools["x" * 100].execute({}) == "long"
+
+
+async def test_paginated_listing_is_followed_to_the_end(make_server: Any, log: Log) -> None:
+    with trio.fail_after(ENTER):
+        async with make_server("--page-size", "4", "--extra-tools", "7") as server:
+            assert set(by_remote(server)) == BASE_TOOLS | {f"tool_{i}" for i in range(7)}
+    pages = log.events("tools/list")
+    total = len(BASE_TOOLS) + 7
+    assert len(pages) >= -(-total // 4)
+    assert sum(p["count"] for p in pages[: -(-total // 4)]) == total
+
+
+async def test_a_listing_that_never_ends_is_an_error(log: Log) -> None:
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError, match="cursor '3' twice"):
+        async with stdio(log, "--page-size", "3", "--cursor-loop"):
+            pytest.fail("entered")
+    assert len(log.events("tools/list")) == 2
+
+
+@pytest.mark.parametrize(
+    "allowed", [["add"], ["add", "echo", "files.read.v2"], ("slow",), {"media", "fail"}]
+)
+async def test_allowed_tools_filters_by_server_names(log: Log, allowed: Any) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--odd-names", prefix="p", allowed_tools=allowed) as server:
+            assert set(by_remote(server)) == set(allowed)
+            assert all(tool.name.startswith("p_") for tool in server.tools)
+
+
+@pytest.mark.parametrize(
+    "allowed",
+    [["add", "nope"], ["missing"], ["p_add"], ["files_read_v2"]],  # model-facing names too
+)
+async def test_allowed_tools_naming_an_unknown_tool_is_an_error_naming_it(
+    log: Log, allowed: list[str]
+) -> None:
+    unknown = [name for name in allowed if name != "add"]
+    with trio.fail_after(ENTER), pytest.raises(ConfigurationError) as caught:
+        async with stdio(log, "--odd-names", prefix="p", allowed_tools=allowed):
+            pytest.fail("entered")
+    for name in unknown:
+        assert repr(name) in str(caught.value)
+    assert "allowed_tools" in str(caught.value)
+    await log.wait_for(lambda log: log.pids())
+    assert not pid_alive(log.pids()[0])
+
+
+async def test_names_that_collide_after_mapping_are_an_error_naming_both(log: Log) -> None:
+    with trio.fail_after(ENTER), pytest.raises(ConfigurationError) as caught:
+        async with stdio(log, "--collide"):
+            pytest.fail("entered")
+    message = str(caught.value)
+    assert "'ns.tool'" in message
+    assert "'ns_tool'" in message
+    # Leaving one out resolves it.
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--collide", allowed_tools=["ns.tool", "add"]) as server:
+            assert by_remote(server)["ns.tool"].name == "ns_tool"
+            assert await by_remote(server)["ns.tool"].execute({}) == "dot"
+
+
+@pytest.mark.parametrize("bad", ["add", b"add", 3])
+def test_option_collections_must_be_collections_of_names(bad: Any) -> None:
+    with pytest.raises(ConfigurationError, match="allowed_tools"):
+        MCPServer.stdio("python", allowed_tools=bad)
+    with pytest.raises(ConfigurationError, match="require_approval"):
+        MCPServer.http("http://127.0.0.1:1/mcp", require_approval=bad)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": -1.0}, "timeout"),
+        ({"timeout": True}, "timeout"),
+        ({"init_timeout": None}, "init_timeout"),
+        ({"init_timeout": 0}, "init_timeout"),
+        ({"prefix": ""}, "prefix"),
+        ({"protocol": "modern"}, "protocol"),
+    ],
+)
+def test_bad_options_are_configuration_errors(options: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        MCPServer.stdio("python", **options)
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: MCPServer.stdio(""), "command"),
+        (lambda: MCPServer.stdio("   "), "command"),
+        (lambda: MCPServer.stdio("python", "server.py"), r"args=\['server.py'\]"),
+        (lambda: MCPServer.http("ftp://example.com/mcp"), "http://"),
+        (lambda: MCPServer.http("localhost:8000/mcp"), "http://"),
+        (lambda: MCPServer.http("http:///mcp"), "no host"),
+    ],
+)
+def test_bad_targets_are_configuration_errors(make: Any, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        make()
+
+
+def test_option_names_must_be_strings() -> None:
+    with pytest.raises(ConfigurationError, match="tool names"):
+        MCPServer.stdio("python", require_approval=["ok", 3])
+
+
+def test_tools_before_entering_is_an_error_naming_the_server() -> None:
+    server = MCPServer.http("http://user:secret@127.0.0.1:9/mcp?token=t")
+    with pytest.raises(RuntimeError, match=r"'http://127\.0\.0\.1:9/mcp' is not connected"):
+        server.tools  # noqa: B018
+    assert "secret" not in repr(server)
+    assert not server.available
+
+
+# -- approval -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("require", "needing"),
+    [
+        (True, BASE_TOOLS),
+        (False, set()),
+        (["record"], {"record"}),
+        ({"record", "add"}, {"record", "add"}),
+    ],
+)
+async def test_require_approval_marks_the_tools(log: Log, require: Any, needing: set[str]) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log, require_approval=require) as server:
+            assert {t.remote_name for t in server.tools if t.requires_approval} == needing
+
+
+async def test_require_approval_naming_an_unknown_tool_is_an_error(log: Log) -> None:
+    with trio.fail_after(ENTER), pytest.raises(ConfigurationError, match="'deleet'"):
+        async with stdio(log, require_approval=["record", "deleet"]):
+            pytest.fail("entered")
+
+
+@pytest.mark.parametrize("approved", [True, False])
+async def test_approval_of_an_mcp_tool_then_resume(
+    make_server: Any, log: Log, approved: bool
+) -> None:
+    model = ScriptedChatClient(
+        [
+            calls_response(
+                ("c1", "srv_record", {"text": "hello"}), ("c2", "srv_add", {"a": 2, "b": 3})
+            ),
+            answer(),
+        ]
+    )
+    with trio.fail_after(ENTER):
+        async with make_server(prefix="srv", require_approval=["record"]) as server:
+            client = FunctionInvokingChatClient(model, server.tools)
+            first = await run_to_completion(client, USER)
+            requests = [u for u in first.updates if isinstance(u, ToolApprovalRequest)]
+            assert [r.call.id for r in requests] == ["c1"]
+            assert first.updates[-1] == Finish(FinishReason.AWAITING_APPROVAL)
+            assert not called(first.updates)
+            assert log.events("call") == []  # nothing of the batch ran
+            # The paused transcript survives JSON, as it would between processes.
+            paused = [
+                ChatMessage.from_dict(json.loads(json.dumps(m.to_dict())))
+                for m in [*USER, *first.messages]
+            ]
+            response = requests[0].approve() if approved else requests[0].reject("no thanks")
+            second = await run_to_completion(
+                client, paused, RunOptions(tool_approval_responses=[response])
+            )
+    results = called(second.updates)
+    assert results["c2"].result == "5"
+    assert not results["c2"].is_error
+    if approved:
+        assert results["c1"].result == "recorded hello"
+        assert [e["text"] for e in log.events("recorded")] == ["hello"]
+    else:
+        assert results["c1"].is_error
+        assert "rejected" in results["c1"].result
+        assert "no thanks" in results["c1"].result
+        assert log.events("recorded") == []
+    assert_transcript_valid([*paused, *second.messages])
+
+
+# -- calls through the loop -------------------------------------------------------------------
+
+
+async def test_a_run_fans_out_50_parallel_calls_to_one_server(make_server: Any, log: Log) -> None:
+    calls = [(f"c{i}", "add", {"a": i, "b": 1000}) for i in range(50)]
+    calls += [
+        ("s1", "slow", {"seconds": 0.5, "tag": "a"}),
+        ("s2", "slow", {"seconds": 0.5, "tag": "b"}),
+    ]
+    model = ScriptedChatClient([calls_response(*calls), answer()])
+    with trio.fail_after(ENTER):
+        async with make_server() as server:
+            client = FunctionInvokingChatClient(model, server.tools)
+            start = trio.current_time()
+            result = await run_to_completion(client, USER)
+            took = trio.current_time() - start
+    results = called(result.updates)
+    assert [results[f"c{i}"].result for i in range(50)] == [str(i + 1000) for i in range(50)]
+    assert not any(r.is_error for r in results.values())
+    # The two slow calls ran at the same time as each other (and as the 50).
+    assert took < 0.5 * 2
+    tool_messages = [m for m in result.messages if m.tool_call_id is not None]
+    assert [m.tool_call_id for m in tool_messages] == [c[0] for c in calls]  # call order
+    assert_transcript_valid(result.messages)
+    assert len(log.events("call")) == 52
+
+
+async def test_results_what_the_model_reads(make_server: Any) -> None:
+    with trio.fail_after(ENTER):
+        async with make_server() as server:
+            tools = by_remote(server)
+            assert await tools["add"].execute({"a": 1, "b": 2}) == "3"
+            assert await tools["echo"].execute({"text": "é ✓"}) == "é ✓"
+            assert await tools["two_texts"].execute({}) == "first\nsecond"
+            assert await tools["structured_only"].execute({}) == '{"answer":42,"unit":"none"}'
+            assert await tools["text_and_structured"].execute({}) == '{"answer": 42}'
+            media = (await tools["media"].execute({})).split("\n")
+            assert media == [
+                "here they are",
+                "[image: image/png, 24 bytes]",
+                "[audio: audio/wav, 24 bytes]",
+                "[resource: file:///notes.txt (text/plain, 9 characters)]",
+                "the notes",
+                "[resource link: big <file:///big.bin> (x/y)]",
+            ]
+
+
+async def test_error_results_carry_the_servers_words(make_server: Any) -> None:
+    model = ScriptedChatClient(
+        [
+            calls_response(
+                ("e1", "fail", {"message": "the disk is full"}),
+                ("e2", "rpc_error", {"code": -32042, "message": "quota exceeded"}),
+                ("e3", "add", {"a": "one", "b": 2}),  # the server's own validation says no
+                ("ok", "add", {"a": 1, "b": 2}),
+            ),
+            answer(),
+        ]
+    )
+    with trio.fail_after(ENTER):
+        async with make_server() as server:
+            client = FunctionInvokingChatClient(model, server.tools)
+            result = await run_to_completion(client, USER)
+    results = called(result.updates)
+    assert results["e1"].is_error
+    assert results["e1"].result.startswith("Error: ")
+    assert "the disk is full" in results["e1"].result
+    assert isinstance(results["e1"].exception, MCPToolError)
+    assert results["e1"].exception.code is None
+    assert results["e2"].is_error
+    assert "-32042" in results["e2"].result
+    assert "quota exceeded" in results["e2"].result
+    assert results["e2"].exception.code == -32042  # type: ignore[union-attr]
+    assert results["e3"].is_error  # our schema check stops it before the server
+    assert "field 'a'" in results["e3"].result
+    assert results["ok"].result == "3"
+    assert not results["ok"].is_error
+    assert_transcript_valid(result.messages)
+
+
+async def test_the_servers_validation_error_reaches_the_model(log: Log) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log) as server:
+            with pytest.raises(MCPToolError) as caught:
+                await by_remote(server)["add"].execute({"a": "one", "b": 2})
+    assert "validation error" in str(caught.value)
+    assert caught.value.tool == "add"
+    assert caught.value.server == "test-server"
+
+
+async def test_json_schema_2020_12_from_the_server_validates_calls(log: Log) -> None:
+    model = ScriptedChatClient(
+        [
+            calls_response(
+                ("ok", "locate", {"place": {"lat": 48.85, "lon": 2.35, "name": "Paris"}}),
+                ("tuple", "locate", {"place": {"lat": 0, "lon": 0}, "tags": ["x", 2]}),
+                ("nested", "locate", {"place": {"lat": "north", "lon": 2.35}}),
+                ("missing", "locate", {"place": {"lat": 1.0}}),
+            ),
+            answer(),
+        ]
+    )
+    with trio.fail_after(ENTER):
+        async with stdio(log) as server:
+            schema = by_remote(server)["locate"].parameters
+            assert "$defs" in schema
+            assert "prefixItems" in json.dumps(schema)
+            client = FunctionInvokingChatClient(model, server.tools)
+            result = await run_to_completion(client, USER)
+    results = called(result.updates)
+    assert results["ok"].result == "Paris at 48.85,2.35 (none, 0)"
+    assert results["tuple"].result == "somewhere at 0.0,0.0 (x, 2)"
+    assert results["nested"].is_error
+    assert "place.lat" in results["nested"].result  # our validator, from the $ref'd schema
+    assert results["missing"].is_error
+    assert "lon" in results["missing"].result
+    assert [e["tool"] for e in log.events("call")] == ["locate", "locate"]  # only the valid ones
+
+
+async def test_a_schema_that_does_not_compile_gives_a_usable_tool(log: Log) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--bad-schema") as server:
+            echo = by_remote(server)["echo"]
+            assert echo.parameters == {"type": "object"}
+            assert "could not be used" in echo.description
+            assert "Return the text unchanged." in echo.description
+            model = ScriptedChatClient([calls_response(("c1", "echo", {"text": "hi"})), answer()])
+            client = FunctionInvokingChatClient(model, server.tools)  # no crash here
+            result = await run_to_completion(client, USER)
+    assert called(result.updates)["c1"].result == "hi"
+
+
+# -- time and cancellation ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_slow_call_times_out_and_is_cancelled_on_the_server(
+    make_server: Any, log: Log, protocol: str
+) -> None:
+    model = ScriptedChatClient(
+        [
+            calls_response(
+                ("slow", "slow", {"seconds": 30, "tag": "late"}),
+                ("fast", "add", {"a": 1, "b": 1}),
+            ),
+            answer(),
+        ]
+    )
+    with trio.fail_after(ENTER):
+        async with make_server(timeout=0.5, protocol=protocol) as server:
+            client = FunctionInvokingChatClient(model, server.tools)
+            start = trio.current_time()
+            result = await run_to_completion(client, USER)
+            assert trio.current_time() - start < 10
+            await log.wait_for(lambda log: log.cancelled_tags())
+            if notifies(make_server, protocol):
+                await log.wait_for(lambda log: log.cancelled_notifications())
+            # The session is still good for more calls.
+            assert await by_remote(server)["add"].execute({"a": 2, "b": 2}) == "4"
+    results = called(result.updates)
+    assert results["slow"].is_error
+    assert "timed out after 0.5 s" in results["slow"].result
+    assert isinstance(results["slow"].exception, MCPTimeoutError)
+    assert isinstance(results["slow"].exception, ToolTimeoutError)
+    assert results["fast"].result == "2"
+    assert log.cancelled_tags() == ["late"]
+    slow_call = next(e for e in log.events("call") if e["tool"] == "slow")
+    cancelled = log.cancelled_notifications()
+    expected = [slow_call["id"]] if notifies(make_server, protocol) else []
+    assert [n["params"]["requestId"] for n in cancelled] == expected
+
+
+def notifies(make_server: Any, protocol: str) -> bool:
+    """Whether a cancelled call reaches the server as ``notifications/cancelled``: always, but
+    over streamable HTTP at protocol 2026-07-28, where closing the request's response stream is
+    the cancellation (the server's tool is cancelled all the same)."""
+    return not (make_server.transport == "http" and protocol == "auto")
+
+
+@pytest.mark.parametrize(("loop_timeout", "mcp_timeout"), [(0.3, 60.0), (0.3, None), (20.0, 0.3)])
+async def test_the_shortest_time_limit_wins(
+    log: Log, loop_timeout: float, mcp_timeout: float | None
+) -> None:
+    model = ScriptedChatClient(
+        [calls_response(("slow", "slow", {"seconds": 30, "tag": "t"})), answer()]
+    )
+    with trio.fail_after(ENTER):
+        async with stdio(log, timeout=mcp_timeout) as server:
+            client = FunctionInvokingChatClient(model, server.tools, tool_timeout=loop_timeout)
+            start = trio.current_time()
+            result = await run_to_completion(client, USER)
+            took = trio.current_time() - start
+            await log.wait_for(lambda log: log.cancelled_notifications())
+    outcome = called(result.updates)["slow"]
+    assert outcome.is_error
+    assert "timed out after 0.3 s" in outcome.result
+    assert isinstance(outcome.exception, ToolTimeoutError)
+    assert took < 10
+    assert log.cancelled_tags() == ["t"]
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_cancelling_a_run_cancels_its_calls_on_the_server(
+    make_server: Any, log: Log, protocol: str
+) -> None:
+    model = ScriptedChatClient(
+        [
+            calls_response(
+                ("a", "slow", {"seconds": 30, "tag": "a"}),
+                ("b", "slow", {"seconds": 30, "tag": "b"}),
+            ),
+            answer(),
+        ]
+    )
+    with trio.fail_after(ENTER):
+        async with make_server(protocol=protocol) as server:
+            client = FunctionInvokingChatClient(model, server.tools)
+            scope = trio.CancelScope()
+
+            async def cancel_when_running() -> None:
+                await log.wait_for(lambda log: len(log.events("call")) == 2)
+                scope.cancel()
+
+            async with (
+                client.run(USER, RunOptions(cancel_scope=scope)) as stream,
+                trio.open_nursery() as nursery,
+            ):
+                nursery.start_soon(cancel_when_running)
+                updates = [update async for update in stream]
+            await log.wait_for(lambda log: len(log.cancelled_tags()) == 2)
+            if notifies(make_server, protocol):
+                await log.wait_for(lambda log: len(log.cancelled_notifications()) == 2)
+            assert server.available
+    assert sorted(log.cancelled_tags()) == ["a", "b"]
+    assert len(log.cancelled_notifications()) == (2 if notifies(make_server, protocol) else 0)
+    results = called(updates)
+    assert all(r.is_error and "cancelled" in r.result for r in results.values())
+    assert_transcript_valid(stream.messages)
+
+
+async def test_leaving_the_block_while_calls_run_cancels_them_and_ends_the_process(
+    log: Log,
+) -> None:
+    results: list[BaseException | str] = []
+
+    async def call(tool: MCPTool, tag: str) -> None:
+        try:
+            results.append(await tool.execute({"seconds": 30, "tag": tag}))
+        except MCPToolError as exc:
+            results.append(exc)
+
+    with trio.fail_after(ENTER):
+        async with trio.open_nursery() as outside:
+            with pytest.raises(KeyError):  # bare, not in a group
+                async with stdio(log) as server:
+                    slow = by_remote(server)["slow"]
+                    outside.start_soon(call, slow, "outside")
+                    try:  # the body fails while a call runs in it
+                        async with trio.open_nursery() as inside:
+                            inside.start_soon(call, slow, "inside")
+                            await log.wait_for(lambda log: len(log.events("call")) == 2)
+                            raise KeyError("boom")
+                    except* KeyError:
+                        raise KeyError("boom") from None
+            # Out of the block: the call of the other task is answered, the process is gone.
+    assert len(results) == 1
+    assert isinstance(results[0], MCPToolError)
+    assert "ended while the call was running" in str(results[0])
+    assert "closed" in str(results[0])
+    assert not pid_alive(log.pids()[0])
+    assert "inside" in log.cancelled_tags()  # a cancelled call is cancelled on the server
+    assert not server.available
+    with pytest.raises(MCPToolError, match="not available"):
+        await slow.execute({"seconds": 1})
+
+
+async def test_an_exception_in_the_block_comes_out_bare(log: Log) -> None:
+    with trio.fail_after(ENTER), pytest.raises(ValueError, match="mine") as caught:
+        async with stdio(log):
+            raise ValueError("mine")
+    assert type(caught.value) is ValueError
+
+
+async def test_cancelling_the_block_leaves_nothing_behind(log: Log) -> None:
+    with trio.fail_after(ENTER):
+        with trio.CancelScope() as scope:
+            async with stdio(log) as server, trio.open_nursery() as nursery:
+
+                async def cancel_when_running() -> None:
+                    await log.wait_for(lambda log: log.events("call"))
+                    scope.cancel()
+
+                nursery.start_soon(cancel_when_running)
+                await by_remote(server)["slow"].execute({"seconds": 30, "tag": "x"})
+        assert scope.cancelled_caught
+    await log.wait_for(lambda log: log.cancelled_tags())
+    assert not pid_alive(log.pids()[0])
+
+
+@pytest.mark.parametrize("after", [0.0, 0.05, 0.3])
+async def test_cancelling_while_entering_leaves_nothing_behind(log: Log, after: float) -> None:
+    with trio.fail_after(ENTER):
+        with trio.move_on_after(after) as scope:
+            async with stdio(log):
+                pytest.fail("entered")
+        assert scope.cancelled_caught
+        await trio.sleep(0.2)  # a process that was started has written its pid by now
+    for pid in log.pids():
+        assert not pid_alive(pid)
+
+
+async def test_a_server_can_be_entered_again_but_not_twice_at_once(log: Log) -> None:
+    server = stdio(log)
+    with trio.fail_after(2 * ENTER):
+        async with server:
+            with pytest.raises(RuntimeError, match="already entered"):
+                async with server:
+                    pass
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 1}) == "2"
+        async with server:  # a fresh connection: a new process
+            assert await by_remote(server)["add"].execute({"a": 2, "b": 1}) == "3"
+    assert len(set(log.pids())) == 2
+    assert not any(pid_alive(pid) for pid in log.pids())
+
+
+# -- servers that die ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["sigkill", "exit"])
+async def test_a_stdio_server_that_dies_mid_call(log: Log, how: str) -> None:
+    calls = [("a", "slow", {"seconds": 30, "tag": "a"}), ("b", "slow", {"seconds": 30, "tag": "b"})]
+    if how == "exit":
+        calls.append(("x", "exit_now", {"code": 3, "delay": 0.2}))
+    model = ScriptedChatClient([calls_response(*calls), answer()])
+    with trio.fail_after(ENTER):
+        async with stdio(log) as server:
+            client = FunctionInvokingChatClient(model, server.tools)
+
+            async def kill() -> None:
+                await log.wait_for(lambda log: len(log.events("call")) == len(calls))
+                if how == "sigkill":
+                    os.kill(log.pids()[0], signal.SIGKILL)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(kill)
+                result = await run_to_completion(client, USER)
+            assert not server.available
+            with trio.fail_after(1):  # at once, no hang
+                later = await run_to_completion(
+                    FunctionInvokingChatClient(
+                        ScriptedChatClient(
+                            [calls_response(("l", "add", {"a": 1, "b": 1})), answer()]
+                        ),
+                        server.tools,
+                    ),
+                    USER,
+                )
+    results = called(result.updates)
+    assert set(results) == {c[0] for c in calls}
+    for outcome in results.values():
+        assert outcome.is_error
+        assert "ended while the call was running" in outcome.result
+        assert "the server process ended" in outcome.result
+    assert_transcript_valid(result.messages)
+    late = called(later.updates)["l"]
+    assert late.is_error
+    assert "not available" in late.result
+    assert not pid_alive(log.pids()[0])
+
+
+async def test_an_http_server_that_dies_mid_call(log: Log) -> None:
+    http = HTTPServer(log)
+    try:
+        model = ScriptedChatClient(
+            [
+                calls_response(
+                    ("a", "slow", {"seconds": 30, "tag": "a"}),
+                    ("b", "slow", {"seconds": 30, "tag": "b"}),
+                ),
+                answer(),
+            ]
+        )
+        with trio.fail_after(ENTER):
+            async with MCPServer.http(http.url) as server:
+                client = FunctionInvokingChatClient(model, server.tools)
+
+                async def kill() -> None:
+                    await log.wait_for(lambda log: len(log.events("call")) == 2)
+                    http.kill()
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(kill)
+                    result = await run_to_completion(client, USER)
+                with trio.fail_after(5):
+                    await wait_until_unavailable(server)
+                with trio.fail_after(1), pytest.raises(MCPToolError, match="not available"):
+                    await by_remote(server)["add"].execute({"a": 1, "b": 1})
+    finally:
+        http.stop()
+    for outcome in called(result.updates).values():
+        assert outcome.is_error
+        assert "MCP server 'test-server'" in outcome.result
+        assert "ended while the call was running" in outcome.result
+    assert_transcript_valid(result.messages)
+
+
+async def wait_until_unavailable(server: MCPServer) -> None:
+    while server.available:  # noqa: ASYNC110 -- another process
+        await trio.sleep(0.02)
+
+
+# -- tool list changes --------------------------------------------------------------------------
+
+
+async def wait_for_tool(server: MCPServer, remote: str, present: bool = True) -> None:
+    with trio.fail_after(10):
+        while (remote in by_remote(server)) != present:  # noqa: ASYNC110 -- another process
+            await trio.sleep(0.02)
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_the_tool_list_follows_the_server(make_server: Any, protocol: str) -> None:
+    with trio.fail_after(ENTER):
+        async with make_server(prefix="s", protocol=protocol) as server:
+            before = server.tools
+            assert await by_remote(server)["add_tool"].execute({"name": "weather"}) == (
+                "added weather"
+            )
+            await wait_for_tool(server, "weather")
+            weather = by_remote(server)["weather"]
+            assert weather.name == "s_weather"
+            assert weather.description == "The weather tool."
+            assert await weather.execute({}) == "I am weather"
+            assert "weather" not in {t.remote_name for t in before}  # the old tuple stays
+            await by_remote(server)["remove_tool"].execute({"name": "echo"})
+            await wait_for_tool(server, "echo", present=False)
+            assert set(by_remote(server)) == (BASE_TOOLS | {"weather"}) - {"echo"}
+
+
+async def test_a_run_in_progress_keeps_the_tools_it_started_with(log: Log) -> None:
+    model = ScriptedChatClient(
+        [
+            calls_response(("c1", "add_tool", {"name": "late"})),
+            calls_response(("c2", "late", {})),
+            answer(),
+        ]
+    )
+    with trio.fail_after(ENTER):
+        async with stdio(log) as server:
+            client = FunctionInvokingChatClient(model)
+            first = await run_to_completion(client, USER, RunOptions(provider_tools=server.tools))
+            await wait_for_tool(server, "late")
+            second = await run_to_completion(
+                FunctionInvokingChatClient(
+                    ScriptedChatClient([calls_response(("c3", "late", {})), answer()])
+                ),
+                USER,
+                RunOptions(provider_tools=server.tools),
+            )
+    # The run that added the tool did not see it: its second round's call is unknown.
+    late_call = called(first.updates)["c2"]
+    assert late_call.is_error
+    assert "unknown tool 'late'" in late_call.result
+    assert called(second.updates)["c3"].result == "I am late"
+
+
+async def test_a_change_that_makes_names_collide_keeps_the_previous_tools(
+    log: Log, caplog: pytest.LogCaptureFixture
+) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--odd-names") as server:
+            before = server.tools
+            await by_remote(server)["add_tool"].execute({"name": "files_read_v2"})
+            with trio.fail_after(10):
+                while "keeping its previous tools" not in caplog.text:  # noqa: ASYNC110
+                    await trio.sleep(0.02)
+            assert server.tools == before
+            assert "'files.read.v2' and 'files_read_v2'" in caplog.text
+            with pytest.raises(ConfigurationError, match="files_read_v2"):
+                await server.refresh_tools()
+            assert server.tools == before
+
+
+async def test_refresh_tools_when_not_available(log: Log) -> None:
+    server = stdio(log)
+    with pytest.raises(MCPConnectionError, match="not available"):
+        await server.refresh_tools()
+    with trio.fail_after(ENTER):
+        async with server:
+            os.kill(log.pids()[0], signal.SIGKILL)
+            with trio.fail_after(10):
+                while server.available:  # noqa: ASYNC110 -- another process
+                    await trio.sleep(0.02)
+            with pytest.raises(MCPConnectionError, match="not available: the server process"):
+                await server.refresh_tools()
+
+
+async def test_refresh_tools_lists_now(log: Log) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--page-size", "5") as server:
+            pages = len(log.events("tools/list"))
+            tools = await server.refresh_tools()
+            assert tools == server.tools
+            assert set(by_remote(server)) == BASE_TOOLS
+            assert len(log.events("tools/list")) == 2 * pages
+
+
+# -- bad input on entering ------------------------------------------------------------------------
+
+
+async def test_a_command_that_does_not_exist(tmp_path: Path) -> None:
+    server = MCPServer.stdio("trio-invoke-no-such-command", ["--flag"])
+    with trio.fail_after(10), pytest.raises(MCPConnectionError) as caught:
+        async with server:
+            pytest.fail("entered")
+    message = str(caught.value)
+    assert "could not start MCP server 'trio-invoke-no-such-command --flag'" in message
+    assert isinstance(caught.value.__cause__, OSError)
+    assert isinstance(caught.value, ConnectionError)
+    with pytest.raises(RuntimeError, match="not connected"):
+        server.tools  # noqa: B018
+
+
+async def test_a_command_that_is_not_executable(tmp_path: Path) -> None:
+    script = tmp_path / "server.txt"
+    script.write_text("not a program\n", encoding="utf-8")
+    with trio.fail_after(10), pytest.raises(MCPConnectionError, match="could not start"):
+        async with MCPServer.stdio(str(script)):
+            pytest.fail("entered")
+
+
+@pytest.mark.parametrize(
+    ("code", "match"),
+    [
+        ("import sys; sys.exit(2)", "closed the connection during the handshake"),
+        ("print('not json', flush=True)", "closed the connection during the handshake"),
+    ],
+)
+async def test_a_process_that_is_not_an_mcp_server(code: str, match: str) -> None:
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError, match=match) as caught:
+        async with MCPServer.stdio(sys.executable, ["-c", code]):
+            pytest.fail("entered")
+    assert sys.executable in str(caught.value)
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_server_that_never_answers_initialize(tmp_path: Path, protocol: str) -> None:
+    pid_file = tmp_path / "pid"
+    code = f"import os, sys; open({str(pid_file)!r}, 'w').write(str(os.getpid())); sys.stdin.read()"
+    start = trio.current_time()
+    with trio.fail_after(ENTER), pytest.raises(MCPInitTimeoutError) as caught:
+        async with MCPServer.stdio(sys.executable, ["-c", code], init_timeout=1, protocol=protocol):
+            pytest.fail("entered")
+    assert trio.current_time() - start < 15
+    assert "init_timeout=1 s" in str(caught.value)
+    assert "-c" in str(caught.value)
+    assert isinstance(caught.value, TimeoutError)
+    assert not pid_alive(int(pid_file.read_text()))
+
+
+async def test_a_url_where_nothing_listens() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as caught:
+        async with MCPServer.http(url, init_timeout=20):
+            pytest.fail("entered")
+    assert f"could not reach MCP server {url!r}" in str(caught.value)
+
+
+async def test_a_url_that_is_not_an_mcp_endpoint(http_server: HTTPServer) -> None:
+    url = http_server.url.replace("/mcp", "/elsewhere")
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as caught:
+        async with MCPServer.http(url):
+            pytest.fail("entered")
+    assert repr(url) in str(caught.value)
+
+
+async def test_http_headers_are_sent(http_server: HTTPServer) -> None:
+    # The server ignores them; a header that cannot be sent would fail the connection.
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http_server.url, headers={"X-Trace": "abc"}) as server:
+            assert await by_remote(server)["add"].execute({"a": 40, "b": 2}) == "42"
+
+
+async def test_calls_before_entering_are_not_available() -> None:
+    server = MCPServer.stdio("python")
+    tool = MCPTool(
+        name="t",
+        description="",
+        parameters={"type": "object"},
+        requires_approval=False,
+        remote_name="t",
+        server=server,
+        definition=None,  # type: ignore[arg-type]
+    )
+    with pytest.raises(MCPToolError, match="not available: it is not connected"):
+        await tool.execute({})
+
+
+def test_mcp_tool_errors_pickle() -> None:
+    import pickle
+
+    error = MCPTimeoutError("slow", server="s", tool="t", code=None)
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is MCPTimeoutError
+    assert (str(again), again.server, again.tool, again.code) == ("slow", "s", "t", None)
+
+
+def test_import_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    for name in [m for m in sys.modules if m.startswith("trio_invoke.mcp")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delattr(trio_invoke, "mcp", raising=False)
+    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[mcp\]"'):
+        importlib.import_module("trio_invoke.mcp")
+
+
+async def test_blocking_server_still_times_out(log: Log) -> None:
+    # A server whose event loop is blocked cannot even read the cancellation: the call is
+    # still answered on time, and the session works once the server is back.
+    with trio.fail_after(ENTER):
+        async with stdio(log, timeout=0.3) as server:
+            with pytest.raises(MCPTimeoutError):
+                await by_remote(server)["block"].execute({"seconds": 1.5})
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+
+
+def test_the_public_surface() -> None:
+    public = importlib.import_module("trio_invoke.mcp")
+    assert list(public.__all__) == sorted(public.__all__)
+    for name in public.__all__:
+        obj = getattr(public, name)
+        if isinstance(obj, type) or callable(obj):
+            assert obj.__module__ == "trio_invoke.mcp", name
+    assert issubclass(MCPToolError, trio_invoke.ToolError)
+    assert issubclass(MCPTimeoutError, ToolTimeoutError)
+    assert issubclass(MCPConnectionError, (trio_invoke.TrioInvokeError, ConnectionError))
+    assert issubclass(MCPInitTimeoutError, (MCPConnectionError, TimeoutError))

@@ -1,0 +1,344 @@
+"""Tool middleware (SPEC "Tool middleware"): what a middleware sees and each thing it may do --
+change the arguments, answer without the tool, change the result, stop the loop, fail -- and
+where the chain runs: after approval, inside the call's concurrency slot and time limit, never
+for calls that are not run; in eager and sequential mode alike."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from trio_invoke import (
+    ApprovalRequiredTool,
+    CallNext,
+    ChatMessage,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    RunOptions,
+    ScriptedChatClient,
+    StopLoop,
+    ToolApprovalRequest,
+    ToolCall,
+    ToolCalled,
+    ToolContext,
+    ToolMiddleware,
+    tool,
+)
+from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_calls_response
+
+USER = [ChatMessage.user("go")]
+MODES = [{}, {"eager_tools": True}, {"sequential": True}]
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+async def slow(seconds: float) -> str:
+    """Sleep."""
+    await trio.sleep(seconds)
+    return "slept"
+
+
+def calls(*specs: tuple[str, str, dict[str, Any]]) -> list[ToolCall]:
+    return [ToolCall(i, name, json.dumps(arguments)) for i, name, arguments in specs]
+
+
+def script(*batch: ToolCall) -> list[Any]:
+    return [tool_calls_response(*batch), "done"]
+
+
+async def results_of(
+    middleware: list[Any], batch: list[ToolCall], *, tools: Any = (add,), **options: Any
+) -> dict[str, ToolCalled]:
+    model = ScriptedChatClient(script(*batch))
+    agent = FunctionInvokingChatClient(model, tools, middleware=middleware, **options)
+    result = await run_to_completion(agent, USER)
+    assert_transcript_valid([*USER, *result.messages])
+    called = {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+    tool_messages = {m.tool_call_id: m.content for m in result.messages if m.tool_call_id}
+    assert {i: c.result for i, c in called.items()} == tool_messages
+    return called
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_middleware_sees_the_call_its_parsed_arguments_tool_round_and_conversation(
+    mode: dict[str, Any],
+) -> None:
+    seen: list[ToolContext] = []
+
+    async def record(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        seen.append(context)
+        return await call_next(context)
+
+    batch = calls(("c1", "add", {"a": 1, "b": 2}), ("c2", "add", {"a": 3, "b": 4}))
+    model = ScriptedChatClient([tool_calls_response(batch[0]), tool_calls_response(batch[1]), "x"])
+    agent = FunctionInvokingChatClient(model, [add], middleware=[record], **mode)
+    await run_to_completion(agent, USER)
+    assert [c.call for c in seen] == batch
+    assert [dict(c.arguments) for c in seen] == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+    assert [c.round for c in seen] == [1, 2]
+    assert all(c.tool is add for c in seen)
+    assert list(seen[0].messages) == list(model.calls[0].messages)
+    assert list(seen[1].messages) == list(model.calls[1].messages)
+    with pytest.raises(TypeError):
+        seen[0].arguments["a"] = 5  # type: ignore[index]
+
+
+async def test_the_first_middleware_is_the_outermost() -> None:
+    order: list[str] = []
+
+    def named(name: str) -> ToolMiddleware:
+        async def middleware(context: ToolContext, call_next: CallNext) -> ToolCalled:
+            order.append(f"{name} in")
+            called = await call_next(context)
+            order.append(f"{name} out")
+            return attrs.evolve(called, result=f"{name}({called.result})")
+
+        return middleware
+
+    called = await results_of([named("a"), named("b")], calls(("c1", "add", {"a": 1, "b": 1})))
+    assert order == ["a in", "b in", "b out", "a out"]
+    assert called["c1"].result == "a(b(2))"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_changed_arguments_are_validated_and_run(mode: dict[str, Any]) -> None:
+    async def double(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        arguments = {k: v * 2 for k, v in context.arguments.items()}
+        return await call_next(context.evolve(arguments=arguments))
+
+    async def breaks(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return await call_next(context.evolve(arguments={"a": "one"}))
+
+    batch = calls(("c1", "add", {"a": 1, "b": 2}))
+    assert (await results_of([double], batch, **mode))["c1"].result == "6"
+    assert (await results_of([double], batch, **mode))["c1"].call.arguments == '{"a":2,"b":4}'
+    broken = (await results_of([breaks], batch, **mode))["c1"]
+    assert broken.is_error
+    assert broken.result == (
+        "Error: invalid arguments for tool 'add' from middleware: missing required field 'b'; "
+        "field 'a': expected integer, got string"
+    )
+
+
+async def test_a_middleware_may_answer_without_the_tool() -> None:
+    ran: list[int] = []
+
+    @tool
+    async def expensive(n: int) -> int:
+        """Costly."""
+        ran.append(n)
+        return n * n
+
+    cache: dict[int, ToolCalled] = {}
+
+    async def cached(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        n = context.arguments["n"]
+        if n in cache:
+            return attrs.evolve(cache[n], call=context.call)
+        cache[n] = await call_next(context)
+        return cache[n]
+
+    async def refuse(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return ToolCalled(context.call, "Error: not allowed by policy", is_error=True)
+
+    batch = calls(("c1", "expensive", {"n": 3}), ("c2", "expensive", {"n": 3}))
+    called = await results_of([cached], batch, tools=[expensive], sequential=True)
+    assert ran == [3]
+    assert called["c1"].result == called["c2"].result == "9"
+    refused = await results_of([refuse], batch, tools=[expensive])
+    assert ran == [3]
+    assert {c.result for c in refused.values()} == {"Error: not allowed by policy"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_stop_loop_from_a_middleware_ends_the_run_after_the_batch(
+    mode: dict[str, Any],
+) -> None:
+    async def stop_on_big(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        if context.arguments["a"] > 10:
+            raise StopLoop(f"stopped at {context.arguments['a']}")
+        return await call_next(context)
+
+    batch = calls(("c1", "add", {"a": 1, "b": 1}), ("c2", "add", {"a": 99, "b": 1}))
+    model = ScriptedChatClient(script(*batch))
+    agent = FunctionInvokingChatClient(model, [add], middleware=[stop_on_big], **mode)
+    result = await run_to_completion(agent, USER)
+    called = {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+    assert called["c1"].result == "2"
+    assert called["c2"].result == "stopped at 99"
+    assert not called["c2"].is_error
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+    assert len(model.calls) == 1
+
+
+class PolicyError(Exception):
+    pass
+
+
+@pytest.mark.parametrize("detailed", [False, True])
+async def test_a_failing_middleware_is_that_calls_error_result(detailed: bool) -> None:
+    async def fails(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        raise PolicyError("secret detail")
+
+    async def after(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        await call_next(context)
+        raise PolicyError("after the tool")
+
+    async def returns_text(context: ToolContext, call_next: CallNext) -> Any:
+        return "just text"
+
+    async def returns_other(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return ToolCalled(ToolCall("other", "add", "{}"), "x", False)
+
+    batch = calls(("c1", "add", {"a": 1, "b": 1}))
+    options = {"include_detailed_errors": detailed}
+    qualname = "test_a_failing_middleware_is_that_calls_error_result.<locals>"
+    detail = ": secret detail" if detailed else ""
+    got = (await results_of([fails], batch, **options))["c1"]
+    assert got.result == f"Error: middleware '{qualname}.fails' raised PolicyError{detail}"
+    assert isinstance(got.exception, PolicyError)
+    assert got.is_error
+    got = (await results_of([after], batch, **options))["c1"]
+    assert got.result.startswith(f"Error: middleware '{qualname}.after' raised PolicyError")
+    got = (await results_of([returns_text], batch))["c1"]
+    assert got.result == (
+        f"Error: middleware '{qualname}.returns_text' returned a str, not a ToolCalled"
+    )
+    got = (await results_of([returns_other], batch))["c1"]
+    assert got.result == (
+        f"Error: middleware '{qualname}.returns_other' returned the result of call 'other', "
+        "not of 'c1'"
+    )
+
+
+async def test_calls_that_are_not_run_never_reach_the_middleware() -> None:
+    reached: list[str] = []
+
+    async def record(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        reached.append(context.call.id)
+        return await call_next(context)
+
+    batch = [
+        ToolCall("unknown", "nope", "{}"),
+        ToolCall("bad-json", "add", "{"),
+        ToolCall("invalid", "add", '{"a": "x", "b": 1}'),
+        ToolCall("ok", "add", '{"a": 1, "b": 1}'),
+        ToolCall("over-budget", "add", '{"a": 1, "b": 1}'),
+    ]
+    called = await results_of([record], batch, max_tool_calls=4)
+    assert reached == ["ok"]
+    assert (
+        called["over-budget"].result == "Error: not run: this run's budget of tool calls is spent"
+    )
+    reached.clear()
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(ToolCall("x", "add", '{"a": 1, "b": 1}')),
+            tool_calls_response(ToolCall("w", "add", '{"a": 1, "b": 1}')),  # tools withheld
+            "answer",
+        ]
+    )
+    agent = FunctionInvokingChatClient(
+        model, [add], middleware=[record], max_rounds=1, on_max_rounds="answer"
+    )
+    result = await run_to_completion(agent, USER)
+    assert reached == ["x"]
+    (withheld,) = [u for u in result.updates if isinstance(u, ToolCalled) and u.call.id == "w"]
+    assert withheld.result == "Error: not run: the round limit is reached"
+
+
+async def test_approval_comes_before_the_chain() -> None:
+    reached: list[str] = []
+
+    async def record(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        reached.append(context.call.id)
+        return await call_next(context)
+
+    guarded = ApprovalRequiredTool(add)
+    batch = calls(("yes", "add", {"a": 1, "b": 1}), ("no", "add", {"a": 2, "b": 2}))
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([tool_calls_response(*batch), "done"]), [guarded], middleware=[record]
+    )
+    paused = await run_to_completion(agent, USER)
+    assert reached == []
+    requests = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    answers = [requests[0].approve(), requests[1].reject("no thanks")]
+    resumed = await run_to_completion(
+        agent, [*USER, *paused.messages], RunOptions(tool_approval_responses=answers)
+    )
+    assert reached == ["yes"]
+    called = {u.call.id: u for u in resumed.updates if isinstance(u, ToolCalled)}
+    assert called["no"].result == "Error: the user rejected this call: no thanks"
+
+
+async def test_the_chain_runs_inside_the_time_limit_and_the_concurrency_slot(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    running = 0
+    peak = 0
+
+    async def slow_middleware(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            await trio.sleep(1)
+            return await call_next(context)
+        finally:
+            running -= 1
+
+    batch = calls(*((f"c{i}", "slow", {"seconds": 1}) for i in range(4)))
+    called = await results_of(
+        [slow_middleware], batch, tools=[slow], tool_timeout=1.5, max_concurrency=2
+    )
+    assert peak == 2
+    assert {c.result for c in called.values()} == {"Error: tool 'slow' timed out after 1.5 s"}
+
+
+async def test_a_cancelled_call_cancels_the_chain(autojump_clock: trio.testing.MockClock) -> None:
+    outcome: list[str] = []
+
+    async def watch(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        try:
+            return await call_next(context)
+        except trio.Cancelled:
+            outcome.append("cancelled")
+            raise
+
+    scope = trio.CancelScope()
+    scope.deadline = trio.current_time() + 0.5
+    model = ScriptedChatClient(script(*calls(("c1", "slow", {"seconds": 5}))))
+    agent = FunctionInvokingChatClient(model, [slow], middleware=[watch])
+    result = await run_to_completion(agent, USER, RunOptions(cancel_scope=scope))
+    assert outcome == ["cancelled"]
+    assert [m.content for m in result.messages if m.tool_call_id] == ["Error: cancelled"]
+
+
+async def test_run_options_replace_the_clients_middleware() -> None:
+    async def tag(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return attrs.evolve(await call_next(context), result="tagged")
+
+    batch = calls(("c1", "add", {"a": 1, "b": 1}))
+    agent = FunctionInvokingChatClient(ScriptedChatClient(script(*batch) * 2), [add])
+    plain = await run_to_completion(agent, USER, RunOptions(middleware=[tag]))
+    assert [m.content for m in plain.messages if m.tool_call_id] == ["tagged"]
+    agent = FunctionInvokingChatClient(ScriptedChatClient(script(*batch)), [add], middleware=[tag])
+    none = await run_to_completion(agent, USER, RunOptions(middleware=()))
+    assert [m.content for m in none.messages if m.tool_call_id] == ["2"]
+
+
+@pytest.mark.parametrize("bad", [42, "mw", [None], [1, 2]])
+def test_middleware_that_is_not_callable_is_a_type_error(bad: Any) -> None:
+    with pytest.raises(TypeError, match="middleware"):
+        FunctionInvokingChatClient(ScriptedChatClient([]), [add], middleware=bad)

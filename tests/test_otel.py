@@ -1,0 +1,333 @@
+"""trio_invoke.otel: OpenTelemetry spans and metrics of runs, model calls and tool calls, read
+back through the SDK's in-memory exporter and metric reader (an explicit provider per test: the
+global one can be set only once per process)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from trio_invoke import (
+    AgentResponseUpdate,
+    ChatMessage,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    RunOptions,
+    ScriptedChatClient,
+    TextDelta,
+    ToolCall,
+    ToolCalled,
+    Usage,
+    tool,
+)
+from trio_invoke.otel import Telemetry
+from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_calls_response
+
+USER = [ChatMessage.user("What is the secret plan?")]
+SECRET = "swordfish"
+
+
+class Open(SpanProcessor):
+    """Counts spans started and not yet ended."""
+
+    def __init__(self) -> None:
+        self.open: set[int] = set()
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.open.add(span.context.span_id)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.open.discard(span.context.span_id)
+
+
+@attrs.define
+class Otel:
+    exporter: InMemorySpanExporter
+    reader: InMemoryMetricReader
+    opened: Open
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+
+    def telemetry(self, **options: Any) -> Telemetry:
+        return Telemetry(
+            tracer_provider=self.tracer_provider, meter_provider=self.meter_provider, **options
+        )
+
+    def spans(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+    def named(self, prefix: str) -> list[ReadableSpan]:
+        return [s for s in self.spans() if s.name.startswith(prefix)]
+
+    def points(self, metric: str) -> list[Any]:
+        data = self.reader.get_metrics_data()
+        found = []
+        for resource in data.resource_metrics if data else ():
+            for scope in resource.scope_metrics:
+                for m in scope.metrics:
+                    if m.name == metric:
+                        found += list(m.data.data_points)
+        return found
+
+
+@pytest.fixture
+def otel() -> Iterator[Otel]:
+    exporter, opened = InMemorySpanExporter(), Open()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(opened)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    yield Otel(exporter, reader, opened, tracer_provider, meter_provider)
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+
+
+class Model:
+    """A scripted model with a name, as a provider client has."""
+
+    def __init__(self, script: Sequence[Any], model: str = "test-model") -> None:
+        self.scripted = ScriptedChatClient(script)
+        self.model = model
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        async with self.scripted.run(messages, options) as stream:
+            yield stream
+
+
+@tool
+async def lookup(topic: str) -> str:
+    """Look a topic up."""
+    await trio.sleep(0.1)
+    return f"{SECRET} about {topic}"
+
+
+@tool
+async def broken(topic: str) -> str:
+    """Always fails."""
+    raise RuntimeError(SECRET)
+
+
+@tool
+async def stalls(topic: str) -> str:
+    """Takes forever."""
+    await trio.sleep(100)
+    return "late"
+
+
+def batch(*names: str, usage: Usage | None = None) -> list[AgentResponseUpdate]:
+    calls = [ToolCall(f"{n}-{i}", n, json.dumps({"topic": SECRET})) for i, n in enumerate(names)]
+    return tool_calls_response(*calls, usage=usage)
+
+
+def by_id(spans: list[ReadableSpan]) -> dict[int, ReadableSpan]:
+    return {s.context.span_id: s for s in spans}
+
+
+@pytest.mark.parametrize("eager", [False, True])
+async def test_chat_and_tool_spans_are_children_of_the_run_span(
+    otel: Otel, eager: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    script = [
+        batch("lookup", "lookup", "lookup", usage=Usage(10, 2)),
+        batch("lookup", "broken", usage=Usage(20, 3)),
+        [TextDelta("The plan."), Finish(FinishReason.STOP, Usage(30, 4))],
+    ]
+    agent = FunctionInvokingChatClient(
+        Model(script), [lookup, broken], telemetry=otel.telemetry(), eager_tools=eager
+    )
+    result = await run_to_completion(agent, USER)
+    assert_transcript_valid([*USER, *result.messages])
+    (run,) = otel.named("invoke_agent")
+    chats, tools = otel.named("chat"), otel.named("execute_tool")
+    assert [s.name for s in chats] == ["chat test-model"] * 3
+    assert sorted(s.name for s in tools) == ["execute_tool broken"] + ["execute_tool lookup"] * 4
+    for span in [*chats, *tools]:
+        assert span.parent is not None
+        assert span.parent.span_id == run.context.span_id
+        assert span.context.trace_id == run.context.trace_id
+    assert run.kind is SpanKind.INTERNAL
+    assert {s.kind for s in chats} == {SpanKind.CLIENT}
+    assert {s.kind for s in tools} == {SpanKind.INTERNAL}
+    assert run.attributes is not None
+    assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert run.attributes["gen_ai.usage.input_tokens"] == 60
+    assert run.attributes["gen_ai.usage.output_tokens"] == 9
+    assert run.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert run.status.status_code is StatusCode.UNSET
+    chat = chats[0].attributes
+    assert chat is not None
+    assert chat["gen_ai.operation.name"] == "chat"
+    assert chat["gen_ai.request.model"] == "test-model"
+    assert chat["gen_ai.usage.input_tokens"] == 10
+    assert chat["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    failed = next(s for s in tools if s.name == "execute_tool broken")
+    assert failed.attributes is not None
+    assert failed.attributes["error.type"] == "RuntimeError"
+    assert failed.status.status_code is StatusCode.ERROR
+    ok = next(s for s in tools if s.name == "execute_tool lookup")
+    assert ok.attributes is not None
+    assert ok.attributes["gen_ai.operation.name"] == "execute_tool"
+    assert ok.attributes["gen_ai.tool.name"] == "lookup"
+    assert ok.attributes["gen_ai.tool.description"] == "Look a topic up."
+    assert ok.attributes["gen_ai.tool.call.id"] in {"lookup-0", "lookup-1", "lookup-2"}
+    assert "error.type" not in ok.attributes
+    assert otel.opened.open == set()
+
+
+async def test_no_content_in_any_attribute_by_default(otel: Otel) -> None:
+    script = [batch("lookup", "broken"), [TextDelta(f"It is {SECRET}."), Finish(FinishReason.STOP)]]
+    agent = FunctionInvokingChatClient(
+        Model(script), [lookup, broken], telemetry=otel.telemetry(), include_detailed_errors=True
+    )
+    await run_to_completion(agent, USER)
+    assert len(otel.spans()) == 5
+    for span in otel.spans():
+        for key, value in (span.attributes or {}).items():
+            assert SECRET not in str(value), (span.name, key)
+            assert "secret plan" not in str(value), (span.name, key)
+
+
+async def test_capture_content_records_messages_arguments_and_results(otel: Otel) -> None:
+    script = [batch("lookup"), [TextDelta("It is done."), Finish(FinishReason.STOP)]]
+    agent = FunctionInvokingChatClient(
+        Model(script), [lookup], telemetry=otel.telemetry(capture_content=True)
+    )
+    await run_to_completion(agent, USER)
+    (tool_span,) = otel.named("execute_tool")
+    attributes = tool_span.attributes or {}
+    assert json.loads(str(attributes["gen_ai.tool.call.arguments"])) == {"topic": SECRET}
+    assert attributes["gen_ai.tool.call.result"] == f"{SECRET} about {SECRET}"
+    first, second = otel.named("chat")
+    inputs = json.loads(str((first.attributes or {})["gen_ai.input.messages"]))
+    assert inputs == [{"role": "user", "content": "What is the secret plan?"}]
+    outputs = json.loads(str((second.attributes or {})["gen_ai.output.messages"]))
+    assert outputs == [{"role": "assistant", "content": "It is done."}]
+
+
+async def test_timeouts_and_cancellations_end_their_spans_as_errors(
+    otel: Otel, autojump_clock: trio.testing.MockClock
+) -> None:
+    agent = FunctionInvokingChatClient(
+        Model([batch("stalls", "lookup"), "done"]),
+        [stalls, lookup],
+        telemetry=otel.telemetry(),
+        tool_timeout=1,
+    )
+    await run_to_completion(agent, USER)
+    errors = {s.name: (s.attributes or {}).get("error.type") for s in otel.named("execute_tool")}
+    assert errors == {"execute_tool stalls": "timeout", "execute_tool lookup": None}
+    otel.exporter.clear()
+
+    scope = trio.CancelScope()
+    scope.deadline = trio.current_time() + 0.5
+    agent = FunctionInvokingChatClient(
+        Model([batch("stalls", "lookup")]), [stalls, lookup], telemetry=otel.telemetry()
+    )
+    await run_to_completion(agent, USER, RunOptions(cancel_scope=scope))
+    (run,) = otel.named("invoke_agent")
+    assert (run.attributes or {})["error.type"] == "cancelled"
+    assert run.status.status_code is StatusCode.ERROR
+    errors = {s.name: (s.attributes or {}).get("error.type") for s in otel.named("execute_tool")}
+    assert errors == {"execute_tool stalls": "cancelled", "execute_tool lookup": None}
+    assert otel.opened.open == set()
+
+
+async def test_a_cancelled_model_call_and_a_caller_that_leaves_end_every_span(
+    otel: Otel, autojump_clock: trio.testing.MockClock
+) -> None:
+    slow_model = ScriptedChatClient([[TextDelta("a"), TextDelta("b"), Finish(FinishReason.STOP)]])
+    slow_model.delay = 1.0
+    agent = FunctionInvokingChatClient(slow_model, telemetry=otel.telemetry())
+    async with agent.run(USER) as stream:
+        async for _ in stream:
+            break
+    chat = otel.named("chat")
+    assert [s.name for s in chat] == ["chat"]
+    assert (chat[0].attributes or {})["error.type"] == "cancelled"
+    assert (otel.named("invoke_agent")[0].attributes or {})["error.type"] == "cancelled"
+    assert otel.opened.open == set()
+
+
+async def test_an_approval_pause_has_no_span_for_the_waiting_calls(otel: Otel) -> None:
+    @tool(requires_approval=True)
+    async def launch(topic: str) -> str:
+        """Needs a human."""
+        return "launched"
+
+    agent = FunctionInvokingChatClient(
+        Model([batch("lookup", "launch")]),
+        [lookup, launch],
+        telemetry=otel.telemetry(agent_name="planner"),
+        approval="per_call",
+    )
+    result = await run_to_completion(agent, USER)
+    assert result.updates[-1] == Finish(FinishReason.AWAITING_APPROVAL)
+    assert [s.name for s in otel.named("execute_tool")] == ["execute_tool lookup"]
+    (run,) = otel.named("invoke_agent")
+    assert run.name == "invoke_agent planner"
+    assert (run.attributes or {})["gen_ai.agent.name"] == "planner"
+    assert (run.attributes or {})["gen_ai.response.finish_reasons"] == ("awaiting_approval",)
+
+
+async def test_a_failing_model_marks_its_chat_and_run_spans(otel: Otel) -> None:
+    agent = FunctionInvokingChatClient(
+        Model([[TextDelta("a"), ValueError("the server went away")]]), telemetry=otel.telemetry()
+    )
+    with pytest.raises(Exception, match="the server went away"):
+        await run_to_completion(agent, USER)
+    (chat,) = otel.named("chat")
+    assert (chat.attributes or {})["error.type"] == "ChatClientError"
+    (run,) = otel.named("invoke_agent")
+    assert (run.attributes or {})["error.type"] == "ChatClientError"
+    assert otel.opened.open == set()
+
+
+async def test_metrics_count_tokens_by_type_and_time_each_model_call(otel: Otel) -> None:
+    script = [batch("lookup", usage=Usage(100, 7)), [Finish(FinishReason.STOP, Usage(5, 1))]]
+    agent = FunctionInvokingChatClient(Model(script), [lookup], telemetry=otel.telemetry())
+    await run_to_completion(agent, USER)
+    tokens = {
+        (p.attributes["gen_ai.token.type"]): (p.sum, p.count)
+        for p in otel.points("gen_ai.client.token.usage")
+    }
+    assert tokens == {"input": (105, 2), "output": (8, 2)}
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.count == 2
+    assert duration.attributes["gen_ai.request.model"] == "test-model"
+    assert duration.attributes["gen_ai.operation.name"] == "chat"
+
+
+async def test_without_an_sdk_it_does_nothing_and_breaks_nothing() -> None:
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([batch("lookup"), "done"]), [lookup], telemetry=Telemetry()
+    )
+    result = await run_to_completion(agent, USER)
+    assert [type(u) for u in result.updates][-2:] == [TextDelta, Finish]
+    assert any(isinstance(u, ToolCalled) for u in result.updates)
+
+
+def test_import_without_opentelemetry_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    for name in [n for n in sys.modules if n.startswith("trio_invoke.otel")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[otel\]"'):
+        import trio_invoke.otel  # noqa: F401

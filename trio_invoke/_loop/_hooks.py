@@ -1,0 +1,60 @@
+"""What the loop tells an observer (``trio_invoke.otel.Telemetry`` is one): the start and end of
+a run, of each model call and of each tool call that runs.
+
+The loop calls these in the task where each thing happens and ends every observation it starts,
+whatever ends it (a result, an error, a cancellation). With no observer the loop does nothing
+of this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from .._messages import ChatMessage, FinishReason, ToolCall, Usage
+from .._options import RunOptions
+from .._tools import Tool
+from .._updates import Finish, ToolCalled
+
+__all__ = ["ChatObservation", "Observer", "RunObservation", "ToolObservation"]
+
+
+class ChatObservation(Protocol):
+    """One model call."""
+
+    def end(
+        self, finish: Finish | None, message: ChatMessage | None, error: BaseException | None
+    ) -> None:
+        """The call ended: with its ``Finish`` (``None`` if the stream had none), the assistant
+        message it produced, or the error that cut it short (``trio.Cancelled`` included)."""
+
+
+class ToolObservation(Protocol):
+    """One tool call that runs."""
+
+    def end(self, called: ToolCalled | None, error_type: str | None) -> None:
+        """The call ended with ``called`` (``None`` when it was cancelled); ``error_type`` names
+        what went wrong when it did: the exception's class, ``"timeout"`` or ``"cancelled"``."""
+
+
+class RunObservation(Protocol):
+    """One run of the loop."""
+
+    def chat(
+        self, client: object, messages: Sequence[ChatMessage], options: RunOptions
+    ) -> ChatObservation:
+        """A model call starts (``client`` is the inner chat client)."""
+
+    def tool(self, call: ToolCall, tool: Tool, arguments: Mapping[str, Any]) -> ToolObservation:
+        """A tool call starts running (after its arguments were validated)."""
+
+    def end(self, reason: FinishReason | None, usage: Usage | None, error: str | None) -> None:
+        """The run ended: its final reason (``None`` if it did not finish), the usage summed
+        over its model calls, and what went wrong if something did."""
+
+
+class Observer(Protocol):
+    """What ``FunctionInvokingChatClient(telemetry=...)`` takes."""
+
+    def run(self, messages: Sequence[ChatMessage]) -> RunObservation:
+        """A run starts on ``messages``."""

@@ -1,0 +1,788 @@
+"""``MCPServer``: one connection to an MCP server, and its tools as trio_invoke tools.
+
+The MCP SDK's sessions live in anyio task groups that must be closed by the task that opened
+them. So ``async with MCPServer...`` starts one task, the *owner*, in a nursery of its own: the
+owner opens the SDK client (transport, session, handshake), lists the tools, watches for tool
+list changes, and closes it all when the block ends. Tool calls come from any task (the loop's
+tool tasks) and go through the owner's session; the SDK matches each answer to its request.
+
+Because the SDK's task groups live inside the owner task, a transport that fails (an HTTP
+server that disappears) ends the owner task, not the caller's block: the failure is recorded
+and every later call is answered "not available".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import shlex
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from importlib import metadata
+from os import PathLike
+from types import TracebackType
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+import anyio
+import attrs
+import httpx2
+import mcp_types
+import trio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .._exceptions import ConfigurationError, ToolDefinitionError, TrioInvokeError
+from .._loop._channels import reraise_single
+from .._validate import compile_validator
+from ._errors import MCPConnectionError, MCPInitTimeoutError, MCPTimeoutError, MCPToolError
+from ._names import model_names
+from ._results import convert
+
+__all__ = ["DEFAULT_INIT_TIMEOUT", "DEFAULT_TIMEOUT", "MCPServer", "MCPTool"]
+
+DEFAULT_TIMEOUT: Final = 60.0
+"""Seconds one tool call may take, unless ``timeout`` says otherwise."""
+DEFAULT_INIT_TIMEOUT: Final = 30.0
+"""Seconds to start (or reach) the server, finish the handshake and list its tools: enough for
+``npx``/``uvx`` to fetch a server on first use."""
+
+_HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
+"""The SDK's own defaults for its HTTP client, used when ``headers`` makes us build one."""
+_PERMISSIVE: Final[Mapping[str, Any]] = {"type": "object"}
+
+_log = logging.getLogger("trio_invoke.mcp")
+
+Protocol = Literal["auto", "legacy"]
+
+
+def _client_info() -> mcp_types.Implementation:
+    try:
+        version = metadata.version("trio-invoke")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a bare checkout
+        version = "0"
+    return mcp_types.Implementation(name="trio-invoke", version=version)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception that is not ``Cancelled`` inside nested groups (or ``exc``)."""
+    while isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, trio.Cancelled)]
+        exc = (inner or exc.exceptions)[0]
+    return exc
+
+
+def _summary(exc: BaseException) -> str:
+    leaf = _leaf(exc)
+    text = str(leaf)
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
+@attrs.frozen(eq=False)
+class MCPTool:
+    """One tool of an MCP server, as a trio_invoke :class:`~trio_invoke.Tool`.
+
+    Made by :class:`MCPServer` (see :attr:`MCPServer.tools`); calls go through the server's
+    connection, so they work only inside its ``async with`` block.
+    """
+
+    name: str
+    """The name the model calls it by: the server's name with the prefix, made valid for the
+    providers (``^[a-zA-Z0-9_-]{1,64}$``)."""
+    description: str
+    """The server's description (else its title, else empty)."""
+    parameters: Mapping[str, Any]
+    """The server's input schema (JSON Schema; servers send draft 2020-12). A schema that
+    trio_invoke cannot compile is replaced by ``{"type": "object"}``, the description says so,
+    and the server checks the arguments itself."""
+    requires_approval: bool
+    """Whether each call needs a human's approval (the server's ``require_approval`` option)."""
+    remote_name: str
+    """The tool's name on the server."""
+    server: MCPServer = attrs.field(repr=False)
+    """The server this tool calls."""
+    definition: mcp_types.Tool = attrs.field(repr=False)
+    """The server's listing of the tool, as the MCP SDK parsed it (annotations, output schema,
+    title, ...)."""
+
+    @property
+    def call_timeout(self) -> float | None:
+        """Seconds one call may take (the server's ``timeout``); ``None``: no limit.
+
+        Applied inside :meth:`execute`, so the loop's ``tool_timeout`` still applies around it
+        and the shorter of the two wins. (It is deliberately not a ``timeout`` attribute, which
+        the loop would use instead of its own ``tool_timeout``.)
+        """
+        return self.server.timeout
+
+    async def execute(self, arguments: dict[str, Any]) -> str:
+        """Call the tool on the server and return what the model should read.
+
+        Raises:
+            MCPToolError: The server answered with ``isError`` (the message is the server's
+                text), a JSON-RPC error (the message names code and message), went away
+                during the call, is not available, or sent a result that could not be read.
+            MCPTimeoutError: The call took longer than :attr:`call_timeout`.
+
+        Cancellation: the SDK sends the server ``notifications/cancelled`` for the call (a
+        bounded, shielded write), so the server stops working on it; nothing is left running
+        here.
+        """
+        return await self.server._call(self, arguments)
+
+
+@attrs.frozen
+class _Stdio:
+    command: str
+    args: tuple[str, ...]
+    env: Mapping[str, str] | None
+    cwd: str | PathLike[str] | None
+
+    @property
+    def label(self) -> str:
+        line = shlex.join([self.command, *self.args])
+        return line if len(line) <= 80 else line[:79] + "…"
+
+    lost = "the server process ended or closed its output"
+
+    async def transport(self, stack: contextlib.AsyncExitStack[Any]) -> Any:
+        parameters = StdioServerParameters(
+            command=self.command,
+            args=list(self.args),
+            env=dict(self.env) if self.env is not None else None,
+            cwd=os.fspath(self.cwd) if self.cwd is not None else None,
+        )
+        return stdio_client(parameters)
+
+
+@attrs.frozen
+class _HTTP:
+    url: str
+    headers: Mapping[str, str] | None
+
+    @property
+    def label(self) -> str:
+        parts = urlsplit(self.url)  # no credentials, no query string in messages
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}{parts.path}"
+
+    lost = "the HTTP connection ended"
+
+    async def transport(self, stack: contextlib.AsyncExitStack[Any]) -> Any:
+        if self.headers is None:
+            return streamable_http_client(self.url)
+        http = httpx2.AsyncClient(headers=dict(self.headers), timeout=_HTTP_TIMEOUT)
+        await stack.enter_async_context(http)
+        return streamable_http_client(self.url, http_client=http)
+
+
+class _WatchedStream:
+    """The transport's read stream, reporting its end to the server: once the server's side of
+    the connection is gone, later calls are answered at once without trying."""
+
+    __slots__ = ("_on_end", "_stream")
+
+    def __init__(self, stream: Any, on_end: Any) -> None:
+        self._stream = stream
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._stream, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item: SessionMessage | Exception = await self._stream.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end()
+            raise
+        return item
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _WatchedStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _watched(transport: Any, on_end: Any) -> AsyncIterator[tuple[Any, Any]]:
+    async with transport as (read_stream, write_stream):
+        yield _WatchedStream(read_stream, on_end), write_stream
+
+
+def _names(value: Collection[str] | None, option: str) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Collection):
+        raise ConfigurationError(
+            f"{option} takes a collection of server tool names, not {type(value).__name__} "
+            f"({value!r}); write {option}=[{value!r}] for one name"
+        )
+    names = frozenset(value)
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise ConfigurationError(f"{option} takes tool names (str), got {bad[0]!r}")
+    return names
+
+
+def _seconds(value: float | None, option: str, *, allow_none: bool) -> float | None:
+    if value is None:
+        if allow_none:
+            return None
+        raise ConfigurationError(f"{option} must be a number of seconds > 0, not None")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigurationError(f"{option} must be a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+class MCPServer:
+    """A connection to one MCP server, whose tools become trio_invoke tools.
+
+    Make one with :meth:`stdio` (a local command that speaks MCP on stdin/stdout) or
+    :meth:`http` (a streamable HTTP endpoint), then enter it::
+
+        async with MCPServer.stdio("uvx", ["mcp-server-time"], prefix="time") as server:
+            client = FunctionInvokingChatClient(model, server.tools)
+            response = await client.get_response([ChatMessage.user("What time is it?")])
+
+    Entering starts (or reaches) the server, finishes the MCP handshake and lists its tools;
+    leaving cancels nothing of yours but ends the connection: a stdio server's process is
+    stopped (stdin closed, then SIGTERM, then SIGKILL, each after a bounded wait), an HTTP
+    session is deleted. Calls still running in other tasks then get an error result.
+
+    A server that dies is not restarted: its running calls get error results naming what
+    happened, later calls get "not available" at once. Leave the block and enter it again to
+    reconnect (one connection at a time).
+    """
+
+    def __init__(
+        self,
+        target: _Stdio | _HTTP,
+        *,
+        prefix: str | None = None,
+        allowed_tools: Collection[str] | None = None,
+        require_approval: bool | Collection[str] = False,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        init_timeout: float = DEFAULT_INIT_TIMEOUT,
+        protocol: Protocol = "auto",
+    ) -> None:
+        """Use :meth:`stdio` or :meth:`http`; they take the same keyword options."""
+        if prefix is not None and (not isinstance(prefix, str) or not prefix):
+            raise ConfigurationError(f"prefix must be a non-empty str or None, got {prefix!r}")
+        if protocol not in ("auto", "legacy"):
+            raise ConfigurationError(f"protocol must be 'auto' or 'legacy', got {protocol!r}")
+        self._target = target
+        self.prefix = prefix
+        """Put before each tool's name (``f"{prefix}_{name}"``), or ``None``."""
+        self.allowed_tools = _names(allowed_tools, "allowed_tools")
+        """The server tools to offer (by their names on the server); ``None``: all of them."""
+        self.require_approval: bool | frozenset[str]
+        """``True``: every call needs approval; a set: calls of these server tools do."""
+        if isinstance(require_approval, bool):
+            self.require_approval = require_approval
+        else:
+            names = _names(require_approval, "require_approval")
+            assert names is not None
+            self.require_approval = names
+        self.timeout = _seconds(timeout, "timeout", allow_none=True)
+        """Seconds one call may take; ``None``: no limit (the loop's ``tool_timeout`` may
+        still apply)."""
+        init = _seconds(init_timeout, "init_timeout", allow_none=False)
+        assert init is not None
+        self.init_timeout = init
+        """Seconds entering may take: start or reach the server, handshake, list its tools."""
+        self.protocol: Protocol = protocol
+        """``"auto"``: try the 2026-07-28 ``server/discover`` handshake, fall back to
+        ``initialize`` (the SDK's default); ``"legacy"``: ``initialize`` only, for servers that
+        do not answer an unknown method."""
+        self._entered = False
+        self._client: Client | None = None
+        self._tools: tuple[MCPTool, ...] | None = None
+        self._lost: str | None = None
+        self._closing = trio.Event()
+        self._changed: trio.MemorySendChannel[None] | None = None
+        self._server_name: str | None = None
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | PathLike[str] | None = None,
+        prefix: str | None = None,
+        allowed_tools: Collection[str] | None = None,
+        require_approval: bool | Collection[str] = False,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        init_timeout: float = DEFAULT_INIT_TIMEOUT,
+        protocol: Protocol = "auto",
+    ) -> MCPServer:
+        """A server run as a subprocess, speaking MCP over its stdin and stdout.
+
+        Args:
+            command: The executable (looked up on ``PATH``).
+            args: Its arguments.
+            env: Environment variables for the server, on top of the MCP SDK's minimal
+                default environment (``HOME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``,
+                ``LOGNAME`` on POSIX); the rest of this process's environment is not passed.
+            cwd: Its working directory (default: this process's).
+            prefix: Put before each tool's name: ``f"{prefix}_{name}"``.
+            allowed_tools: Offer only these server tools (their names on the server).
+            require_approval: ``True`` for every tool, or the server tools that need it.
+            timeout: Seconds per call (``None``: no limit).
+            init_timeout: Seconds to start the server, handshake and list its tools.
+            protocol: ``"auto"`` or ``"legacy"`` (see :attr:`protocol`).
+
+        Returns:
+            The server, not yet connected: use it as ``async with``.
+
+        Raises:
+            ConfigurationError: An option is invalid (an empty command, a timeout <= 0, a
+                ``str`` where a collection of names belongs).
+
+        The server's stderr goes to this process's stderr.
+        """
+        if not isinstance(command, str) or not command.strip():
+            raise ConfigurationError(f"command must be a non-empty str, got {command!r}")
+        if isinstance(args, str):
+            raise ConfigurationError(
+                f"args takes a sequence of arguments, not a str ({args!r}); "
+                f"write args={shlex.split(args)!r}"
+            )
+        return cls(
+            _Stdio(command, tuple(str(a) for a in args), env, cwd),
+            prefix=prefix,
+            allowed_tools=allowed_tools,
+            require_approval=require_approval,
+            timeout=timeout,
+            init_timeout=init_timeout,
+            protocol=protocol,
+        )
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        prefix: str | None = None,
+        allowed_tools: Collection[str] | None = None,
+        require_approval: bool | Collection[str] = False,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        init_timeout: float = DEFAULT_INIT_TIMEOUT,
+        protocol: Protocol = "auto",
+    ) -> MCPServer:
+        """A server at a streamable HTTP endpoint (``http://host:port/mcp``, usually).
+
+        Args:
+            url: The endpoint.
+            headers: Sent with every request (``Authorization``, for one).
+            prefix, allowed_tools, require_approval, timeout, init_timeout, protocol:
+                As for :meth:`stdio`.
+
+        Returns:
+            The server, not yet connected: use it as ``async with``.
+
+        Raises:
+            ConfigurationError: The URL is not ``http://`` or ``https://``, or an option is
+                invalid.
+        """
+        if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
+            raise ConfigurationError(f"url must be an http:// or https:// URL, got {url!r}")
+        if not urlsplit(url).hostname:
+            raise ConfigurationError(f"url has no host: {url!r}")
+        return cls(
+            _HTTP(url, dict(headers) if headers is not None else None),
+            prefix=prefix,
+            allowed_tools=allowed_tools,
+            require_approval=require_approval,
+            timeout=timeout,
+            init_timeout=init_timeout,
+            protocol=protocol,
+        )
+
+    # -- what users read ---------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        """The command line or URL (without credentials or query), as errors name it."""
+        return self._target.label
+
+    @property
+    def name(self) -> str:
+        """The server's own name (``serverInfo.name``) once connected, else :attr:`label`."""
+        return self._server_name or self.label
+
+    @property
+    def tools(self) -> tuple[MCPTool, ...]:
+        """The server's tools, as they are now (the list changes when the server says so).
+
+        Pass them as ``FunctionInvokingChatClient(model, server.tools)`` or, to give each run
+        the current list, ``RunOptions(provider_tools=server.tools)``. A run keeps the tools it
+        started with.
+
+        Raises:
+            RuntimeError: The server was never entered.
+        """
+        if self._tools is None:
+            raise RuntimeError(
+                f"MCP server {self.label!r} is not connected: use `async with server:` first"
+            )
+        return self._tools
+
+    @property
+    def remote_names(self) -> Mapping[str, str]:
+        """Each tool's model-facing name, mapped to its name on the server."""
+        return {tool.name: tool.remote_name for tool in self.tools}
+
+    @property
+    def available(self) -> bool:
+        """Whether calls can reach the server now."""
+        return self._client is not None and self._lost is None
+
+    def __repr__(self) -> str:
+        state = "connected" if self.available else "not connected"
+        return f"<MCPServer {self.label!r} {state}>"
+
+    async def refresh_tools(self) -> tuple[MCPTool, ...]:
+        """List the server's tools now and update :attr:`tools` (the server normally says
+        when they change, and :attr:`tools` follows by itself).
+
+        Raises:
+            MCPConnectionError: The server is not available, or the listing failed.
+            ConfigurationError: Two tools now collide after name mapping (the list is kept).
+
+        Cancellation: the listing is abandoned; :attr:`tools` is unchanged.
+        """
+        client = self._client
+        if client is None or self._lost is not None:
+            raise MCPConnectionError(f"MCP server {self.name!r} is not available: {self._lost}")
+        try:
+            listed = await self._list(client)
+        except TrioInvokeError:
+            raise
+        except Exception as exc:
+            raise MCPConnectionError(
+                f"listing the tools of MCP server {self.name!r} failed: {_summary(exc)}"
+            ) from exc
+        self._tools = self._build(listed, strict=False)
+        return self._tools
+
+    # -- the connection ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> MCPServer:
+        """Connect: start or reach the server, handshake, list the tools.
+
+        Raises:
+            MCPConnectionError: The command could not be started, nothing answers at the URL,
+                or the server closed the connection or refused the handshake.
+            MCPInitTimeoutError: All that took longer than ``init_timeout``.
+            ConfigurationError: ``allowed_tools`` or ``require_approval`` names a tool the
+                server does not have, or two tools collide after name mapping.
+            RuntimeError: The server is already entered.
+
+        Cancellation: whatever was started is stopped again before the ``Cancelled``
+        propagates (a stdio process is ended).
+        """
+        if self._entered:
+            raise RuntimeError(f"MCP server {self.label!r} is already entered")
+        self._entered = True
+        self._lost = None
+        self._tools = None
+        self._closing = trio.Event()
+        self._lifetime = self._live()
+        try:
+            await self._lifetime.__aenter__()
+        except BaseException:
+            self._entered = False
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        """Disconnect (see the class docstring).
+
+        Cancellation: the shutdown is bounded and shielded inside the MCP SDK, so a stdio
+        process is always ended; calls still running in other tasks get error results.
+        """
+        try:
+            return await self._lifetime.__aexit__(exc_type, exc, traceback)
+        finally:
+            self._entered = False
+
+    @contextlib.asynccontextmanager
+    async def _live(self) -> AsyncIterator[None]:
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self._own)
+                try:
+                    yield
+                finally:
+                    self._lose("it was closed: the `async with` block that opened it has ended")
+                    self._closing.set()
+        except BaseExceptionGroup as group:
+            reraise_single(group)
+
+    def _lose(self, reason: str) -> None:
+        """Record why the connection is gone; the first reason stays."""
+        if self._lost is None:
+            self._lost = reason
+
+    async def _own(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The owner task: opens the SDK client, serves until the block ends, closes it."""
+        changed_send, changed_receive = trio.open_memory_channel[None](1)
+        self._changed = changed_send
+        started = False
+        init = trio.CancelScope(deadline=trio.current_time() + self.init_timeout)
+        try:
+            with init, changed_send, changed_receive:
+                async with contextlib.AsyncExitStack() as stack:
+                    transport = await self._target.transport(stack)
+                    client = Client(
+                        _watched(transport, self._stream_ended),
+                        mode="legacy" if self.protocol == "legacy" else "auto",
+                        message_handler=self._on_message,
+                        client_info=_client_info(),
+                        cache=None,
+                    )
+                    await stack.enter_async_context(client)
+                    self._server_name = client.server_info.name if client.server_info else None
+                    async with trio.open_nursery() as watchers:
+                        if self._announces_changes(client):
+                            await watchers.start(self._listen, client)
+                        self._tools = self._build(await self._list(client), strict=True)
+                        init.deadline = math.inf
+                        self._client = client
+                        watchers.start_soon(self._follow_changes, client, changed_receive)
+                        started = True
+                        task_status.started()
+                        await self._closing.wait()
+                        watchers.cancel_scope.cancel()
+        except Exception as exc:
+            if not started:
+                leaf = _leaf(exc)
+                if isinstance(leaf, TrioInvokeError):  # ours already: as it is
+                    raise leaf  # noqa: B904 -- keeps its own cause
+                raise self._entering_error(leaf, timed_out=init.cancel_called) from leaf
+            # The transport failed (an HTTP server that went away): its running calls already
+            # got errors from the SDK; later calls are answered "not available".
+            self._lose(f"the connection failed ({_summary(exc)})")
+        finally:
+            self._client = None
+            self._changed = None
+            self._lose("it was closed")
+        if init.cancelled_caught and not started:
+            raise MCPInitTimeoutError(
+                f"MCP server {self.label!r} did not finish the handshake and list its tools "
+                f"within init_timeout={self.init_timeout:g} s"
+            )
+
+    def _entering_error(self, leaf: BaseException, *, timed_out: bool) -> Exception:
+        """What entering raises for ``leaf``, the failure underneath the SDK's groups."""
+        label = self.label
+        if timed_out:
+            return MCPInitTimeoutError(
+                f"MCP server {label!r} did not finish the handshake and list its tools within "
+                f"init_timeout={self.init_timeout:g} s ({_summary(leaf)})"
+            )
+        if isinstance(self._target, _Stdio) and isinstance(leaf, OSError):
+            return MCPConnectionError(
+                f"could not start MCP server {label!r}: {_summary(leaf)} "
+                f"(command {self._target.command!r})"
+            )
+        if isinstance(leaf, httpx2.HTTPError):
+            return MCPConnectionError(f"could not reach MCP server {label!r}: {_summary(leaf)}")
+        if isinstance(leaf, MCPError) and leaf.code == mcp_types.CONNECTION_CLOSED:
+            return MCPConnectionError(
+                f"MCP server {label!r} closed the connection during the handshake "
+                f"({self._target.lost}; its stderr may say why)"
+            )
+        if isinstance(leaf, MCPError):
+            return MCPConnectionError(
+                f"MCP server {label!r} refused the handshake: JSON-RPC error {leaf.code}: "
+                f"{leaf.message}"
+            )
+        return MCPConnectionError(f"could not connect to MCP server {label!r}: {_summary(leaf)}")
+
+    def _stream_ended(self) -> None:
+        self._lose(self._target.lost)
+
+    # -- tools and their changes ---------------------------------------------------------------
+
+    async def _list(self, client: Client) -> list[mcp_types.Tool]:
+        """Every page of ``tools/list``."""
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tools
+            if cursor in seen:
+                raise MCPConnectionError(
+                    f"MCP server {self.name!r} sent the tools/list cursor {cursor!r} twice"
+                )
+            seen.add(cursor)
+
+    def _build(self, listed: list[mcp_types.Tool], *, strict: bool) -> tuple[MCPTool, ...]:
+        """The tools to offer. ``strict`` (on entering): option names must exist."""
+        on_server = {tool.name for tool in listed}
+        for option, names in (
+            ("allowed_tools", self.allowed_tools),
+            ("require_approval", self.require_approval),
+        ):
+            if not strict or not isinstance(names, frozenset):
+                continue
+            unknown = sorted(names - on_server)
+            if unknown:
+                have = ", ".join(sorted(on_server)) or "none"
+                raise ConfigurationError(
+                    f"{option} names {', '.join(map(repr, unknown))}, which MCP server "
+                    f"{self.name!r} does not have (it has: {have})"
+                )
+        if self.allowed_tools is not None:
+            listed = [tool for tool in listed if tool.name in self.allowed_tools]
+        reverse = model_names((tool.name for tool in listed), self.prefix)
+        return tuple(self._tool(tool, name) for name, tool in zip(reverse, listed, strict=True))
+
+    def _tool(self, tool: mcp_types.Tool, name: str) -> MCPTool:
+        description = tool.description or tool.title or ""
+        parameters: Mapping[str, Any] = dict(tool.input_schema)
+        try:
+            compile_validator(parameters)  # what the loop does with it; cached
+        except ToolDefinitionError as exc:
+            parameters = _PERMISSIVE
+            note = f"(Its input schema could not be used here: {exc}. The server checks them.)"
+            description = f"{description}\n{note}" if description else note
+        required = self.require_approval
+        return MCPTool(
+            name=name,
+            description=description,
+            parameters=parameters,
+            requires_approval=required if isinstance(required, bool) else tool.name in required,
+            remote_name=tool.name,
+            server=self,
+            definition=tool,
+        )
+
+    @staticmethod
+    def _announces_changes(client: Client) -> bool:
+        """A 2026-07-28 server sends list changes only on a ``subscriptions/listen`` stream."""
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return False
+        tools = client.server_capabilities.tools
+        return tools is not None and bool(tools.list_changed)
+
+    async def _listen(
+        self, client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Hold a ``subscriptions/listen`` stream open for tool list changes (2026-07-28)."""
+        listening = False
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                listening = True
+                task_status.started()
+                async for _ in subscription:
+                    self._tools_changed()
+        except Exception as exc:  # no stream, or it was lost: changes go unnoticed
+            _log.warning("MCP server %r: no tool list changes: %s", self.name, _summary(exc))
+        if not listening:
+            task_status.started()
+
+    async def _on_message(self, message: Any) -> None:
+        """The SDK's message handler, run in the SDK's tasks: notices tool list changes."""
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._tools_changed()
+
+    def _tools_changed(self) -> None:
+        channel = self._changed
+        if channel is None:
+            return
+        with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+            channel.send_nowait(None)  # a refresh is already due when it is full
+
+    async def _follow_changes(
+        self, client: Client, changes: trio.MemoryReceiveChannel[None]
+    ) -> None:
+        async for _ in changes:
+            try:
+                listed = await self._list(client)
+                self._tools = self._build(listed, strict=False)
+            except Exception as exc:  # the previous list stays
+                _log.warning(
+                    "MCP server %r: keeping its previous tools: %s", self.name, _summary(exc)
+                )
+
+    # -- one call ------------------------------------------------------------------------------
+
+    def _error(self, tool: MCPTool, message: str, code: int | None = None) -> MCPToolError:
+        return MCPToolError(message, server=self.name, tool=tool.remote_name, code=code)
+
+    async def _call(self, tool: MCPTool, arguments: dict[str, Any]) -> str:
+        client = self._client
+        if client is None or self._lost is not None:
+            reason = self._lost or "it is not connected"
+            raise self._error(tool, f"MCP server {self.name!r} is not available: {reason}")
+        timeout = self.timeout
+        try:
+            with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
+                result = await client.call_tool(tool.remote_name, arguments)
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                reason = self._lost or self._target.lost
+                raise self._error(
+                    tool,
+                    f"the connection to MCP server {self.name!r} ended while the call was "
+                    f"running: {reason}",
+                    exc.code,
+                ) from exc
+            raise self._error(
+                tool,
+                f"MCP server {self.name!r} answered with JSON-RPC error {exc.code}: {exc.message}",
+                exc.code,
+            ) from exc
+        except Exception as exc:  # a result the SDK could not parse or validate, ...
+            raise self._error(
+                tool,
+                f"MCP server {self.name!r} sent a result for {tool.remote_name!r} that could "
+                f"not be used: {_summary(exc)}",
+            ) from exc
+        if scope.cancelled_caught:
+            raise MCPTimeoutError(
+                f"MCP tool {tool.remote_name!r} on server {self.name!r} timed out after "
+                f"{timeout:g} s; the call was cancelled on the server",
+                server=self.name,
+                tool=tool.remote_name,
+            )
+        converted = convert(result)
+        if converted.is_error:
+            raise self._error(
+                tool, converted.text or f"MCP tool {tool.remote_name!r} failed (no message)"
+            )
+        return converted.text

@@ -1,0 +1,251 @@
+"""``Telemetry``: the loop's observer that speaks OpenTelemetry."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .._messages import ChatMessage, FinishReason, ToolCall, Usage
+from .._options import RunOptions
+from .._tools import Tool
+from .._updates import Finish, ToolCalled
+from . import _attributes as names
+
+try:
+    from opentelemetry import context as otel_context
+    from opentelemetry import metrics, trace
+except ImportError as exc:  # pragma: no cover - the test hides opentelemetry and re-imports
+    raise ImportError(
+        "trio_invoke.otel needs opentelemetry-api, which is not installed: "
+        'pip install "trio_invoke[otel]"'
+    ) from exc
+
+__all__ = ["Telemetry"]
+
+_SCOPE = "trio_invoke"
+_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
+_DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48)
+_PROVIDERS = {"OpenAIChatClient": "openai", "AnthropicChatClient": "anthropic"}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 -- once
+
+    try:
+        return version("trio-invoke")
+    except PackageNotFoundError:  # pragma: no cover - a checkout that was never installed
+        return "0"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def _messages_json(messages: Sequence[ChatMessage]) -> str:
+    return _json([message.to_dict() for message in messages])
+
+
+def _error_name(error: BaseException) -> str:
+    import trio  # noqa: PLC0415 -- trio is loaded already; kept local to the rare path
+
+    return "cancelled" if isinstance(error, trio.Cancelled) else type(error).__name__
+
+
+def _fail(span: trace.Span, error_type: str) -> None:
+    span.set_attribute(names.ERROR_TYPE, error_type)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, error_type))
+
+
+def _set_usage(span: trace.Span, usage: Usage | None) -> None:
+    if usage is not None:
+        span.set_attribute(names.USAGE_INPUT_TOKENS, usage.input_tokens)
+        span.set_attribute(names.USAGE_OUTPUT_TOKENS, usage.output_tokens)
+
+
+@attrs.define(kw_only=True)
+class Telemetry:
+    """OpenTelemetry spans and metrics for every run of the loop, after the GenAI semantic
+    conventions. Pass it as ``FunctionInvokingChatClient(..., telemetry=Telemetry())``.
+
+    Spans (all children of the run's span, in whichever task they ran):
+
+    * ``invoke_agent`` (or ``invoke_agent {agent_name}``), kind ``INTERNAL``, one per run:
+      ``gen_ai.operation.name``, ``gen_ai.agent.name``, the summed ``gen_ai.usage.input_tokens``
+      / ``gen_ai.usage.output_tokens``, ``gen_ai.response.finish_reasons`` (the final reason);
+      ``error.type`` and an error status when the run failed or was cancelled.
+    * ``chat {model}`` (or ``chat``), kind ``CLIENT``, one per model call: ``gen_ai.request.model``
+      (the inner client's ``model`` attribute), ``gen_ai.provider.name`` for the built-in
+      clients, ``gen_ai.usage.*``, ``gen_ai.response.finish_reasons``.
+    * ``execute_tool {name}``, kind ``INTERNAL``, one per tool call that runs (not for rejected,
+      unknown, invalid or budgeted-out calls, nor in a run whose span is not recorded -- no SDK,
+      or not sampled): ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
+      ``gen_ai.tool.description``, ``gen_ai.tool.type`` (``"function"``); ``error.type`` (the
+      exception's class name, ``"timeout"`` or ``"cancelled"``) and an error status when its
+      result is an error.
+
+    Metrics: ``gen_ai.client.token.usage`` (histogram of tokens per model call, by
+    ``gen_ai.token.type`` ``input`` / ``output``) and ``gen_ai.client.operation.duration``
+    (histogram of seconds per model call).
+
+    Args:
+        tracer_provider: Where spans go; default: the global one (set it once per process).
+        meter_provider: Where metrics go; default: the global one.
+        capture_content: Also record what was said: the chat spans' ``gen_ai.input.messages`` /
+            ``gen_ai.output.messages`` and the tool spans' ``gen_ai.tool.call.arguments`` /
+            ``gen_ai.tool.call.result`` (JSON). Off by default: no arguments, results or
+            message text in any attribute.
+        agent_name: Names the agent in the run span's name and ``gen_ai.agent.name``.
+    """
+
+    tracer_provider: trace.TracerProvider | None = None
+    meter_provider: metrics.MeterProvider | None = None
+    capture_content: bool = False
+    agent_name: str | None = None
+    _tracer: trace.Tracer = attrs.field(init=False)
+    _token_usage: metrics.Histogram = attrs.field(init=False)
+    _duration: metrics.Histogram = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        version = _version()
+        self._tracer = trace.get_tracer(_SCOPE, version, tracer_provider=self.tracer_provider)
+        meter = metrics.get_meter(_SCOPE, version, meter_provider=self.meter_provider)
+        self._token_usage = meter.create_histogram(
+            names.TOKEN_USAGE_METRIC,
+            unit="{token}",
+            description="Tokens used per model call",
+            explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
+        )
+        self._duration = meter.create_histogram(
+            names.OPERATION_DURATION_METRIC,
+            unit="s",
+            description="Seconds per model call",
+            explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+        )
+
+    def run(self, messages: Sequence[ChatMessage]) -> _Run:
+        """Start the span of a run (the loop calls this; see ``_loop._hooks.Observer``)."""
+        name = f"{names.INVOKE_AGENT} {self.agent_name}" if self.agent_name else names.INVOKE_AGENT
+        span = self._tracer.start_span(name, kind=trace.SpanKind.INTERNAL)
+        if span.is_recording():
+            span.set_attribute(names.OPERATION_NAME, names.INVOKE_AGENT)
+            if self.agent_name:
+                span.set_attribute(names.AGENT_NAME, self.agent_name)
+        return _Run(self, span, trace.set_span_in_context(span))
+
+
+@attrs.define
+class _Run:
+    telemetry: Telemetry
+    span: trace.Span
+    context: otel_context.Context
+
+    def chat(self, client: object, messages: Sequence[ChatMessage], options: RunOptions) -> _Chat:
+        model = getattr(client, "model", None)
+        model = model if isinstance(model, str) and model else None
+        name = f"{names.CHAT} {model}" if model else names.CHAT
+        span = self.telemetry._tracer.start_span(
+            name, context=self.context, kind=trace.SpanKind.CLIENT
+        )
+        attributes: dict[str, Any] = {names.OPERATION_NAME: names.CHAT}
+        if model:
+            attributes[names.REQUEST_MODEL] = model
+        provider = _PROVIDERS.get(type(client).__name__)
+        if provider:
+            attributes[names.PROVIDER_NAME] = provider
+        if span.is_recording():
+            span.set_attributes(attributes)
+            if self.telemetry.capture_content:
+                span.set_attribute(names.INPUT_MESSAGES, _messages_json(messages))
+        return _Chat(self.telemetry, span, attributes, time.perf_counter())
+
+    def tool(self, call: ToolCall, tool: Tool, arguments: Mapping[str, Any]) -> _Tool | _Unseen:
+        if not self.span.is_recording():
+            return _UNSEEN  # the run is not traced (no SDK, or not sampled): nor are its calls
+        span = self.telemetry._tracer.start_span(
+            f"{names.EXECUTE_TOOL} {call.name}", context=self.context, kind=trace.SpanKind.INTERNAL
+        )
+        if span.is_recording():
+            span.set_attributes(
+                {
+                    names.OPERATION_NAME: names.EXECUTE_TOOL,
+                    names.TOOL_NAME: call.name,
+                    names.TOOL_CALL_ID: call.id,
+                    names.TOOL_DESCRIPTION: tool.description,
+                    names.TOOL_TYPE: "function",
+                }
+            )
+            if self.telemetry.capture_content:
+                span.set_attribute(names.TOOL_CALL_ARGUMENTS, _json(dict(arguments)))
+        return _Tool(self.telemetry, span)
+
+    def end(self, reason: FinishReason | None, usage: Usage | None, error: str | None) -> None:
+        span = self.span
+        if span.is_recording():
+            _set_usage(span, usage)
+            if reason is not None:
+                span.set_attribute(names.RESPONSE_FINISH_REASONS, [reason.value])
+            if error is not None:
+                _fail(span, error)
+        span.end()
+
+
+@attrs.define
+class _Chat:
+    telemetry: Telemetry
+    span: trace.Span
+    attributes: dict[str, Any]
+    started: float
+
+    def end(
+        self, finish: Finish | None, message: ChatMessage | None, error: BaseException | None
+    ) -> None:
+        span = self.span
+        usage = finish.usage if finish is not None else None
+        metric_attributes = dict(self.attributes)
+        if error is not None:
+            metric_attributes[names.ERROR_TYPE] = _error_name(error)
+        self.telemetry._duration.record(time.perf_counter() - self.started, metric_attributes)
+        if usage is not None:
+            for kind, tokens in (("input", usage.input_tokens), ("output", usage.output_tokens)):
+                kind_attributes = {**self.attributes, names.TOKEN_TYPE: kind}
+                self.telemetry._token_usage.record(tokens, kind_attributes)
+        if span.is_recording():
+            _set_usage(span, usage)
+            if finish is not None:
+                span.set_attribute(names.RESPONSE_FINISH_REASONS, [finish.finish_reason.value])
+            if self.telemetry.capture_content and message is not None:
+                span.set_attribute(names.OUTPUT_MESSAGES, _messages_json([message]))
+            if error is not None:
+                _fail(span, _error_name(error))
+        span.end()
+
+
+class _Unseen:
+    """The observation of a call in a run that is not traced: nothing to end."""
+
+    __slots__ = ()
+
+    def end(self, called: ToolCalled | None, error_type: str | None) -> None:
+        pass
+
+
+_UNSEEN = _Unseen()
+
+
+@attrs.define
+class _Tool:
+    telemetry: Telemetry
+    span: trace.Span
+
+    def end(self, called: ToolCalled | None, error_type: str | None) -> None:
+        span = self.span
+        if span.is_recording():
+            if called is not None and self.telemetry.capture_content:
+                span.set_attribute(names.TOOL_CALL_RESULT, called.result)
+            if error_type is not None:
+                _fail(span, error_type)
+        span.end()
