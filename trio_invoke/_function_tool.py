@@ -26,9 +26,8 @@ __all__ = ["FunctionTool", "tool"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-Isolation = Literal["thread", "process"]
-"""Where a sync function runs: in a worker thread (the default) or in a worker process."""
 _ISOLATIONS = ("thread", "process")
+"""Where a sync function may run: in a worker thread (the default) or in a worker process."""
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What OpenAI-compatible APIs (and Anthropic's) accept as a function name."""
@@ -101,7 +100,7 @@ class FunctionTool(Generic[P, R]):
     is_async: bool
     """Whether ``func`` is a coroutine function (awaited) rather than a plain one (run in a
     worker thread or process)."""
-    isolation: Isolation
+    isolation: Literal["thread", "process"]
     """Where a plain function runs: ``"thread"`` or ``"process"``."""
     limiter: trio.CapacityLimiter | None
     """This tool's own cap on calls running at once in threads or processes, if it has one."""
@@ -116,7 +115,7 @@ class FunctionTool(Generic[P, R]):
         description: str | None = None,
         requires_approval: bool = False,
         timeout: float | None = None,
-        isolation: Isolation = "thread",
+        isolation: Literal["thread", "process"] = "thread",
         limiter: trio.CapacityLimiter | None = None,
     ) -> None:
         is_async = _is_async(func)
@@ -185,7 +184,7 @@ class FunctionTool(Generic[P, R]):
         running client installed (``max_tool_threads``), else
         :func:`current_default_tool_thread_limiter` -- never Trio's default thread limiter -- so
         it never blocks the event loop. With ``isolation="process"`` it runs in a worker process
-        (:func:`trio_parallel.run_sync`) under ``limiter``, else trio-parallel's default.
+        (``trio_parallel.run_sync``) under ``limiter``, else trio-parallel's default.
 
         Cancellation: an async function is cancelled like any Trio code. For a plain function
         in a thread, the thread cannot be interrupted: ``execute`` stops waiting for it at once
@@ -244,7 +243,7 @@ def tool(
     description: str | None = None,
     requires_approval: bool = False,
     timeout: float | None = None,
-    isolation: Isolation = "thread",
+    isolation: Literal["thread", "process"] = "thread",
     limiter: trio.CapacityLimiter | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
@@ -257,7 +256,7 @@ def tool(
     description: str | None = None,
     requires_approval: bool = False,
     timeout: float | None = None,
-    isolation: Isolation = "thread",
+    isolation: Literal["thread", "process"] = "thread",
     limiter: trio.CapacityLimiter | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Turn a plain or async function into a tool: ``@tool`` or ``@tool(...)``.
@@ -301,7 +300,7 @@ def tool(
     call gets a fresh worker. The function goes to the worker by reference, so it must be
     defined with ``def`` at the top level of an importable module (a script needs the
     ``if __name__ == "__main__":`` guard): the worker imports that module. Arguments, the result
-    and exceptions cross by :mod:`pickle`. A call costs some 50-300 µs more than in a thread;
+    and exceptions cross by ``pickle``. A call costs some 50-300 µs more than in a thread;
     the first call in a new worker pays for starting it (a Python interpreter importing the
     module: 0.2-0.4 s on a 2-core machine, counted in the call's ``timeout``).
 

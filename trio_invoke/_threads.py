@@ -46,8 +46,8 @@ _INSTALLED: ContextVar[trio.CapacityLimiter | None] = ContextVar(
 def current_default_tool_thread_limiter() -> trio.CapacityLimiter:
     """The limiter sync tools run under when neither the tool nor the client names one.
 
-    One per Trio run, with :data:`DEFAULT_TOOL_THREADS` (40) tokens; set its
-    ``total_tokens`` to resize it, as with :func:`trio.to_thread.current_default_thread_limiter`.
+    One per Trio run, with 40 tokens (``DEFAULT_TOOL_THREADS``); set its ``total_tokens`` to
+    resize it, as with Trio's own ``trio.to_thread.current_default_thread_limiter()``.
     It is not Trio's default limiter: abandoned tool threads (a timed-out or cancelled call
     cannot stop its thread) hold tokens of this one, so they never starve the program's other
     ``trio.to_thread`` work.
