@@ -60,11 +60,11 @@ class KeywordModel:
         offered = {definition.name for definition in options.tools}  # the loop fills this in
         last = messages[-1]
         if last.role is MessageRole.TOOL:
-            for word in f"It is {last.content}.".split(" "):
+            for word in f"It is {last.text}.".split(" "):
                 await trio.sleep(self.delay)  # a checkpoint: cancellation stops us here
                 yield TextDelta(word + " ")
             yield Finish(FinishReason.STOP, Usage(len(messages) * 10, 6))
-        elif "time" in last.content.lower() and "current_time" in offered:
+        elif "time" in last.text.lower() and "current_time" in offered:
             arguments = json.dumps({"timezone": "UTC"})
             yield ToolCallStart("call_1", "current_time")
             for piece in (arguments[:8], arguments[8:]):

@@ -74,10 +74,8 @@ def make_agent(model: Any) -> FunctionInvokingChatClient:
 def counting_model(messages: tuple[ChatMessage, ...], options: RunOptions) -> FunctionResponse:
     last = messages[-1]
     if last.role is MessageRole.TOOL:
-        return (
-            "Sorry, that failed." if last.content.startswith("Error") else f"{last.content} words."
-        )
-    return tool_calls_response(ToolCall("call_1", "word_count", json.dumps({"text": last.content})))
+        return "Sorry, that failed." if last.text.startswith("Error") else f"{last.text} words."
+    return tool_calls_response(ToolCall("call_1", "word_count", json.dumps({"text": last.text})))
 
 
 def test_the_agent_answers_from_the_tool() -> None:

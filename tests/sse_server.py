@@ -1,5 +1,5 @@
 """A small HTTP/1.1 server on 127.0.0.1 that replays scripted responses, for the OpenAI client's
-tests: real sockets and real HTTP, no mocks of httpx.
+tests: real sockets and real HTTP, no mocks of httpx2.
 
 Each request takes the next :class:`Reply`: a status, headers, and a body written in the given
 pieces -- one socket write per piece, and the server waits until every other task is blocked
@@ -39,6 +39,8 @@ class Reply:
     even the status line."""
     paced: bool = True
     """Wait for all other tasks to block between pieces, so each is read on its own."""
+    interval: float = 0.0
+    """Seconds to sleep before each piece (virtual time under ``autojump_clock``)."""
 
     @classmethod
     def error(cls, status: int, body: Any, headers: Mapping[str, str] | None = None) -> Reply:
@@ -71,17 +73,25 @@ class SSEServer:
     """
 
     def __init__(
-        self, replies: Iterable[Reply] = (), respond: Callable[[Request], Reply] | None = None
+        self,
+        replies: Iterable[Reply] = (),
+        respond: Callable[[Request], Reply] | None = None,
+        check: Callable[[Request], Reply | None] | None = None,
     ) -> None:
         self.replies: deque[Reply] = deque(replies)
         self.respond = respond
         """Makes the reply to a request once the scripted replies are used up (a model that
         answers from what it is sent); ``None``: such a request gets a 500."""
+        self.check = check
+        """Looks at each request first: a reply it returns is sent instead of the next scripted
+        one (a server that refuses what it cannot take, as a provider does)."""
         self.requests: list[Request] = []
         self.connections = 0
         """How many connections clients opened."""
         self.closed_while_stalled = trio.Event()
         """Set when a client closed a connection whose response was stalling."""
+        self.closed_while_sending = trio.Event()
+        """Set when a client closed a connection while the server was still writing to it."""
         self.port = 0
 
     @property
@@ -107,7 +117,10 @@ class SSEServer:
                 if request is None:
                     return
                 self.requests.append(request)
-                if self.replies:
+                refusal = self.check(request) if self.check is not None else None
+                if refusal is not None:
+                    reply = refusal
+                elif self.replies:
                     reply = self.replies.popleft()
                 elif self.respond is not None:
                     reply = self.respond(request)
@@ -116,6 +129,7 @@ class SSEServer:
                 if not await self._reply(stream, reply):
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.closed_while_sending.set()
             return  # the client went away: that is its right
         finally:
             await stream.aclose()
@@ -132,6 +146,8 @@ class SSEServer:
         head += [f"{name}: {value}" for name, value in reply.headers.items()]
         await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         for piece in reply.pieces:
+            if reply.interval:
+                await trio.sleep(reply.interval)
             if reply.paced:
                 await trio.testing.wait_all_tasks_blocked()
             if not piece:

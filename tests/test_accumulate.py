@@ -11,6 +11,10 @@ from hypothesis import strategies as st
 
 from trio_invoke import (
     AccumulatedToolCall,
+    ChatMessage,
+    MessageRole,
+    ProviderDataDelta,
+    ReasoningDelta,
     StreamProtocolError,
     TextDelta,
     ToolCall,
@@ -122,3 +126,100 @@ def test_accumulator_is_sans_io() -> None:
         if isinstance(node, ast.ImportFrom) and node.module
     }
     assert "trio" not in imported
+
+
+# -- reasoning and provider-opaque data: the round's assistant message ------------------------
+
+
+def test_the_assistant_message_keeps_reasoning_text_and_calls() -> None:
+    accumulator = ToolCallAccumulator()
+    assert accumulator.message() is None  # nothing received: no message
+    for update in [
+        ReasoningDelta("Two calls", field="reasoning"),
+        ReasoningDelta(" are needed."),
+        TextDelta("On it."),
+        ToolCallStart("c1", "add"),
+        ReasoningDelta(" Then a third."),  # between calls, as interleaved thinking does
+        ToolCallArgs("c1", "{}"),
+        ToolCallEnd("c1"),
+    ]:
+        accumulator.add(update)
+    assert accumulator.reasoning == "Two calls are needed. Then a third."
+    message = accumulator.message()
+    assert message == ChatMessage(
+        MessageRole.ASSISTANT,
+        "On it.",
+        (ToolCall("c1", "add", "{}"),),
+        reasoning="Two calls are needed. Then a third.",
+        reasoning_field="reasoning",  # the field of the first piece that named one
+    )
+
+
+def test_reasoning_alone_is_a_message() -> None:
+    accumulator = ToolCallAccumulator()
+    accumulator.add(ReasoningDelta("thinking..."))
+    assert accumulator.message() == ChatMessage.assistant("", reasoning="thinking...")
+
+
+def test_provider_data_merges_per_field_and_key_in_first_seen_order() -> None:
+    accumulator = ToolCallAccumulator()
+    pieces = [
+        ProviderDataDelta(
+            "reasoning_details",
+            "text#0",
+            update={"type": "reasoning.text", "index": 0, "signature": ""},
+            extend={"text": ""},
+        ),
+        ProviderDataDelta(
+            "reasoning_details", "text#0", update={"index": 0}, extend={"text": "Let"}
+        ),
+        ProviderDataDelta(
+            "reasoning_details",
+            "enc#0",
+            update={"type": "reasoning.encrypted"},
+            extend={"data": "eyJ"},
+        ),
+        ProviderDataDelta("reasoning_details", "text#0", extend={"text": " me see"}),
+        ProviderDataDelta("reasoning_details", "text#0", update={"signature": "Eq0E", "id": None}),
+        ProviderDataDelta("reasoning_details", "text#0", update={"signature": ""}),  # kept
+        ProviderDataDelta(
+            "thinking_blocks", "0", update={"type": "redacted_thinking", "data": "opaque"}
+        ),
+    ]
+    for piece in pieces:
+        accumulator.add(piece)
+    message = accumulator.message()
+    assert message is not None
+    assert message.provider_data == {
+        "reasoning_details": [
+            {
+                "type": "reasoning.text",
+                "index": 0,
+                "signature": "Eq0E",
+                "text": "Let me see",
+                "id": None,
+            },
+            {"type": "reasoning.encrypted", "data": "eyJ"},
+        ],
+        "thinking_blocks": [{"type": "redacted_thinking", "data": "opaque"}],
+    }
+    assert ChatMessage.from_dict(message.to_dict()).provider_data == {
+        # a null inside an item is kept: only top-level nulls read as absent
+        **message.provider_data
+    }
+
+
+def test_provider_data_under_a_modelled_name_is_refused() -> None:
+    accumulator = ToolCallAccumulator()
+    accumulator.add(ProviderDataDelta("content", "0", update={"x": 1}))
+    with pytest.raises(ValueError, match="may not set 'content'"):
+        accumulator.message()
+
+
+def test_delta_values_must_be_json() -> None:
+    with pytest.raises(ValueError, match="JSON values only"):
+        ProviderDataDelta("f", "k", update={"when": object()})
+    with pytest.raises(ValueError, match="must be a str"):
+        ProviderDataDelta("f", "k", extend={"text": 3})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="ReasoningDelta field"):
+        ReasoningDelta("x", field="thinking")

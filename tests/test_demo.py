@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_invoke import ChatMessage, _demo
+from trio_invoke import ChatMessage, ReasoningDelta, TextDelta, _demo
 from trio_invoke.testing import assert_transcript_valid
 
 
@@ -331,3 +331,33 @@ def test_an_mcp_server_that_cannot_start_is_a_clear_error(
     assert _demo.main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: could not start MCP server 'no-such-mcp-server'")
+
+
+async def test_the_demo_prints_the_models_reasoning(note_in_tmp: Path) -> None:
+    out = io.StringIO()
+    with trio.fail_after(60):
+        messages = await _demo.amain(_demo.parse_args(["--no"]), _demo.Printer(out), delay=0)
+    lines = out.getvalue().splitlines()
+    thinking = [line for line in lines if line.startswith("  thinking: ")]
+    assert thinking == [
+        "  thinking: Two sums, the time and a listing: the calculator, the clock and the "
+        "directory tool can all run at once."
+    ]
+    assert lines[lines.index(thinking[0]) + 1].startswith("Four things at once")
+    assert "\x1b[" not in out.getvalue()  # not a terminal: no colour codes
+    assert messages[2].reasoning is not None
+
+
+def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    out = Terminal()
+    printer = _demo.Printer(out)
+    for update in [ReasoningDelta("hm"), ReasoningDelta("\nok"), TextDelta("Yes.")]:
+        printer.show(update)
+    assert out.getvalue() == "\x1b[2m  thinking: hm ok\x1b[0m\nYes."
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not _demo.Printer(Terminal()).dim

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 from trio_invoke import (
     ChatClient,
     ChatClientError,
     ChatMessage,
+    ConfigurationError,
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
@@ -115,7 +119,7 @@ async def test_a_raising_function_is_a_failing_model() -> None:
 @pytest.mark.parametrize("value", [None, 42, TextDelta("x")])
 async def test_a_response_of_the_wrong_type_is_a_clear_error(value: object) -> None:
     model = FunctionChatClient(lambda messages, options: value)  # type: ignore[arg-type,return-value]
-    expected = f"must return a str or an iterable .* not {type(value).__name__}$"
+    expected = f"must return a str or an iterable .* not {type(value).__name__}: it returned "
     with pytest.raises(TypeError, match=expected):
         await run_to_completion(model, USER)
 
@@ -163,3 +167,99 @@ async def test_conditional_answers_under_the_loop() -> None:
         assert result.messages[-1] == ChatMessage.assistant(answer)
         assert [u.call.name for u in result.updates if isinstance(u, ToolCalled)] == ["lookup"]
         assert_transcript_valid([*conversation, *result.messages])
+
+
+# -- what the function returns must be a response ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ({"role": "assistant", "content": "hi"}, "dict"),
+        ({}, "dict"),
+        (MappingProxyType({"a": 1}), "mappingproxy"),
+        (b"bytes", "bytes"),
+        (bytearray(b"x"), "bytearray"),
+        (3.5, "float"),
+        (Finish(FinishReason.STOP), "Finish"),
+    ],
+)
+async def test_a_dict_or_other_non_response_is_a_type_error_naming_it(
+    value: object, kind: str
+) -> None:
+    for function in (lambda m, o: value, _async_returning(value)):
+        model = FunctionChatClient(function)  # type: ignore[arg-type]
+        seen: list[object] = []
+        with pytest.raises(TypeError, match=f"not {kind}: it returned ") as info:
+            async with model.run(USER) as updates:
+                seen.extend([u async for u in updates])
+        assert seen == []  # a dict's keys are never streamed
+        assert repr(value)[:20] in str(info.value)
+
+
+def _async_returning(value: object) -> Any:
+    async def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> object:
+        await trio.lowlevel.checkpoint()
+        return value
+
+    return respond
+
+
+@pytest.mark.parametrize(
+    ("items", "index", "kind"),
+    [
+        ([None], 0, "None"),
+        ([TextDelta("a"), {"text": "b"}], 1, "a dict ("),
+        ((TextDelta("a"), Finish(FinishReason.STOP), 7), 2, "a int ("),
+        ([TextDelta("a"), [TextDelta("b")]], 1, "a list ("),
+        ([ValueError], 0, "the exception class ValueError"),
+    ],
+)
+async def test_an_item_that_is_not_an_update_is_a_type_error_before_streaming(
+    items: Sequence[object], index: int, kind: str
+) -> None:
+    model = FunctionChatClient(lambda m, o: items)  # type: ignore[arg-type,return-value]
+    seen: list[object] = []
+    with pytest.raises(TypeError) as info:
+        async with model.run(USER) as updates:
+            seen.extend([u async for u in updates])
+    assert seen == []
+    message = str(info.value)
+    assert message.startswith(f"item {index} of what the FunctionChatClient's function returned")
+    assert kind in message
+
+
+async def test_a_generator_item_that_is_not_an_update_fails_where_it_stands() -> None:
+    def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> Iterator[object]:
+        yield TextDelta("a")
+        yield "b"  # short for TextDelta("b")
+        yield None  # would once have ended the stream silently
+        yield Finish(FinishReason.STOP)
+
+    model = FunctionChatClient(respond)  # type: ignore[arg-type]
+    seen: list[object] = []
+    with pytest.raises(TypeError, match=r"^item 2 of what .* returned is None, not an update"):
+        async with model.run(USER) as updates:
+            async for update in updates:
+                seen.append(update)
+    assert seen == [TextDelta("a"), TextDelta("b")]
+
+
+async def test_under_the_loop_a_dict_is_a_failing_model_naming_the_dict() -> None:
+    model = FunctionChatClient(lambda m, o: {"content": "hi"})  # type: ignore[arg-type,return-value]
+    with pytest.raises(ChatClientError) as info:
+        await run_to_completion(FunctionInvokingChatClient(model), USER)
+    assert isinstance(info.value.__cause__, TypeError)
+    assert "not dict" in str(info.value.__cause__)
+
+
+@pytest.mark.parametrize("function", [None, "respond", 42])
+def test_the_function_must_be_callable(function: object) -> None:
+    with pytest.raises(TypeError, match="FunctionChatClient needs a function of"):
+        FunctionChatClient(function)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("delay", [-1, math.nan, math.inf, "1"])
+def test_a_bad_delay_is_a_configuration_error(delay: object) -> None:
+    with pytest.raises(ConfigurationError, match="FunctionChatClient delay must be a finite"):
+        FunctionChatClient(lambda m, o: "x", delay=delay)  # type: ignore[arg-type]

@@ -472,10 +472,8 @@ def test_bad_options_are_value_errors(options: dict[str, Any], match: str) -> No
         FunctionInvokingChatClient(ScriptedChatClient([]), **options)
 
 
-def test_bad_tool_timeout_is_a_definition_error() -> None:
-    from trio_invoke import ToolDefinitionError
-
-    with pytest.raises(ToolDefinitionError, match="tool timeout must be a number > 0"):
+def test_bad_tool_timeout_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="tool timeout must be a number of seconds > 0"):
 
         @tool(timeout=-1)
         async def f() -> None:

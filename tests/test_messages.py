@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_invoke import ChatMessage, MessageRole, ToolCall, Usage
+from trio_invoke import ChatMessage, ImagePart, MessageRole, TextPart, ToolCall, Usage
 
 texts = st.text(max_size=20)
 calls = st.builds(ToolCall, id=texts, name=texts, arguments=texts)
@@ -63,7 +63,13 @@ def test_from_dict_reads_provider_variants() -> None:
         "role": "user",
         "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
     }
-    assert ChatMessage.from_dict(parts).content == "ab"
+    loaded = ChatMessage.from_dict(parts)
+    assert loaded.text == "ab"
+    assert loaded.content == (TextPart("a"), TextPart("b"))
+    assert loaded.to_dict() == parts  # the list stays a list
+    assert ChatMessage.from_dict({"role": "developer", "content": "be brief"}) == (
+        ChatMessage.developer("be brief")
+    )
 
 
 @pytest.mark.parametrize(
@@ -71,10 +77,28 @@ def test_from_dict_reads_provider_variants() -> None:
     [
         ({"content": "x"}, "'role' must be one of"),
         ({"role": "robot"}, "'robot'"),
+        ({"role": None, "content": "x"}, "'role' must be one of"),
+        ({"role": ["user"]}, "'role' must be one of"),
         ({"role": "user", "content": 3}, "'content' must be a string"),
-        ({"role": "user", "content": [{"type": "image_url"}]}, "text parts"),
+        ({"role": "user", "content": {"type": "text", "text": "x"}}, "'content' must be a string"),
+        ({"role": "user", "content": [{"type": "image_url"}]}, r"'content\[0\]\.image_url'"),
+        ({"role": "user", "content": ["plain"]}, r"'content\[0\]' must be an object"),
+        ({"role": "user", "content": [{"type": "text", "text": 1}]}, r"'content\[0\]\.text'"),
+        ({"role": "user", "content": [{"text": "t"}]}, r"'content\[0\]' needs a string 'type'"),
         ({"role": "assistant", "tool_calls": {}}, "'tool_calls' must be a list"),
+        ({"role": "assistant", "tool_calls": "c1"}, "'tool_calls' must be a list"),
+        ({"role": "assistant", "tool_calls": [["c1", "f"]]}, r"must be an object.*tool_calls\[0\]"),
+        ({"role": "assistant", "tool_calls": ["c1"]}, r"must be an object.*tool_calls\[0\]"),
+        ({"role": "assistant", "tool_calls": [None]}, r"must be an object.*tool_calls\[0\]"),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f"}}, 7]},
+            r"must be an object.*tool_calls\[1\]",
+        ),
         ({"role": "assistant", "tool_calls": [{"id": "c"}]}, "'function' object"),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "c", "function": "f"}]},
+            "'function' object",
+        ),
         ({"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}, "'id' must be"),
         (
             {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": 1}}]},
@@ -87,12 +111,190 @@ def test_from_dict_reads_provider_variants() -> None:
             },
             "'function.arguments' must be a JSON string",
         ),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "c", "type": "custom", "custom": {}}]},
+            "'type' must be 'function'",
+        ),
         ({"role": "tool", "tool_call_id": 5}, "'tool_call_id' must be a string"),
+        ({"role": "tool", "name": ["n"]}, "'name' must be a string"),
+        ({"role": "assistant", "reasoning_content": 5}, "'reasoning_content' must be a string"),
+        ({"role": "assistant", "reasoning": {"text": "x"}}, "'reasoning' must be a string"),
+        ({"role": "assistant", "reasoning_details": {1, 2}}, "JSON values only"),
     ],
 )
 def test_from_dict_names_what_is_wrong(data: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         ChatMessage.from_dict(data)
+
+
+@pytest.mark.parametrize("data", [[], ["role", "user"], "user: hi", 3, None, ("role", "user")])
+def test_from_dict_of_something_that_is_not_an_object(data: Any) -> None:
+    with pytest.raises(ValueError, match="a message must be a JSON object"):
+        ChatMessage.from_dict(data)
+
+
+def test_reasoning_keeps_its_field_and_provider_data_its_keys() -> None:
+    deepseek = {"role": "assistant", "content": "4", "reasoning_content": "2 + 2"}
+    openrouter = {
+        "role": "assistant",
+        "content": "",
+        "reasoning": "think",
+        "reasoning_details": [{"type": "reasoning.encrypted", "data": "eyJ", "index": 0}],
+        "tool_calls": [
+            {
+                "id": "c",
+                "type": "function",
+                "function": {"name": "f", "arguments": "{}"},
+                "extra_content": {"google": {"thought_signature": "sig"}},
+            }
+        ],
+    }
+    both = {"role": "assistant", "content": "x", "reasoning_content": "a", "reasoning": "b"}
+    for data in (deepseek, openrouter, both):
+        message = ChatMessage.from_dict(data)
+        assert message.to_dict() == data
+        assert ChatMessage.from_dict(message.to_dict()) == message
+    assert ChatMessage.from_dict(deepseek).reasoning == "2 + 2"
+    loaded = ChatMessage.from_dict(openrouter)
+    assert (loaded.reasoning, loaded.reasoning_field) == ("think", "reasoning")
+    assert loaded.provider_data == {"reasoning_details": openrouter["reasoning_details"]}
+    assert loaded.tool_calls is not None
+    assert loaded.tool_calls[0].provider_data == {
+        "extra_content": {"google": {"thought_signature": "sig"}}
+    }
+    two = ChatMessage.from_dict(both)
+    assert (two.reasoning, two.reasoning_field, dict(two.provider_data)) == (
+        "a",
+        "reasoning_content",
+        {"reasoning": "b"},
+    )
+
+
+def test_nulls_read_as_absent() -> None:
+    data = {
+        "role": "assistant",
+        "content": None,
+        "refusal": None,
+        "audio": None,
+        "function_call": None,
+        "tool_calls": None,
+        "reasoning_content": None,
+        "name": None,
+    }
+    assert ChatMessage.from_dict(data) == ChatMessage.assistant("")
+    assert ChatMessage.from_dict(data).to_dict() == {"role": "assistant", "content": ""}
+
+
+def test_construction_checks() -> None:
+    with pytest.raises(TypeError, match="content must be a str"):
+        ChatMessage(MessageRole.USER, {"type": "text", "text": "x"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"content\[1\] must be a TextPart"):
+        ChatMessage.user([TextPart("a"), "b"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="reasoning_field"):
+        ChatMessage(MessageRole.ASSISTANT, "x", reasoning="r", reasoning_field="thoughts")
+    with pytest.raises(ValueError, match="may not set 'content'"):
+        ChatMessage(MessageRole.USER, "x", provider_data={"content": "y"})
+    with pytest.raises(ValueError, match="may not set 'reasoning_content'"):
+        ChatMessage(MessageRole.ASSISTANT, "x", provider_data={"reasoning_content": "y"})
+    with pytest.raises(ValueError, match="may not set 'function'"):
+        ToolCall("c", "f", "{}", provider_data={"function": {}})
+    assert ChatMessage.user(ImagePart(url="https://x/y.png")).content == (
+        ImagePart(url="https://x/y.png"),
+    )
+    # Without reasoning, the field name is the default: equal messages stay equal.
+    assert ChatMessage(MessageRole.ASSISTANT, "x", reasoning_field="reasoning") == (
+        ChatMessage.assistant("x")
+    )
+
+
+# -- the round trip, both ways, over generated messages ------------------------------------
+
+json_leaves = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+json_values = st.recursive(
+    json_leaves,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+non_null = json_values.filter(lambda v: v is not None)
+text_part = st.builds(
+    lambda text, extra: {"type": "text", "text": text, **extra},
+    texts,
+    st.just({}) | st.just({"cache_control": {"type": "ephemeral"}}),
+)
+image_part = st.builds(
+    lambda url, detail: {
+        "type": "image_url",
+        "image_url": {"url": url, **({"detail": detail} if detail else {})},
+    },
+    st.sampled_from(["https://example.com/a.png", "data:image/png;base64,iVBORw0KGgo="]),
+    st.sampled_from([None, "low", "high", "auto"]),
+)
+raw_part = st.builds(
+    lambda data: {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}},
+    st.sampled_from(["AAAA", "UklGRg=="]),
+)
+openai_calls = st.lists(
+    st.builds(
+        lambda call_id, name, arguments, extra: {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+            **extra,
+        },
+        texts,
+        texts,
+        texts,
+        st.just({}) | st.dictionaries(st.just("extra_content"), non_null, max_size=1),
+    ),
+    max_size=3,
+)
+extra_keys = st.dictionaries(
+    st.sampled_from(["refusal", "annotations", "reasoning_details", "audio", "x_custom"]),
+    non_null,
+    max_size=2,
+)
+
+
+@st.composite
+def openai_messages(draw: st.DrawFn) -> dict[str, Any]:
+    role = draw(st.sampled_from(["system", "developer", "user", "assistant", "tool"]))
+    content = draw(texts | st.lists(text_part | image_part | raw_part, max_size=4))
+    data: dict[str, Any] = {"role": role, "content": content}
+    if role == "assistant":
+        calls = draw(st.none() | openai_calls)
+        if calls is not None:
+            data["tool_calls"] = calls
+        reasoning = draw(st.sampled_from([(), ("reasoning_content",), ("reasoning",), REASONING]))
+        for field in reasoning:
+            data[field] = draw(texts)
+    if role == "tool":
+        data["tool_call_id"] = draw(texts)
+        if draw(st.booleans()):
+            data["name"] = draw(texts)
+    data.update(draw(extra_keys))
+    return data
+
+
+REASONING = ("reasoning_content", "reasoning")
+
+
+@given(openai_messages())
+def test_any_openai_format_message_round_trips_exactly(data: dict[str, Any]) -> None:
+    message = ChatMessage.from_dict(data)
+    assert message.to_dict() == data
+    assert ChatMessage.from_dict(json.loads(json.dumps(message.to_dict()))) == message
+    hash(message)  # values stay hashable
+
+
+@given(openai_messages())
+def test_every_message_read_from_the_wire_round_trips_as_a_value(data: dict[str, Any]) -> None:
+    message = ChatMessage.from_dict(data)
+    again = ChatMessage.from_dict(message.to_dict())
+    assert again == message
+    assert again.text == message.text
+    assert again.reasoning == message.reasoning
 
 
 def test_usage_adds_up() -> None:
@@ -108,3 +310,27 @@ def test_values_are_frozen() -> None:
 
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         ChatMessage.user("x").content = "y"  # type: ignore[misc]
+
+
+def test_more_construction_checks_and_views() -> None:
+    class Text(str):
+        pass
+
+    message = ChatMessage.user(Text("hi"))
+    assert type(message.content) is str
+    assert message.parts == (TextPart("hi"),)
+    assert ChatMessage.user("").parts == ()
+    photo = ChatMessage.user([TextPart("a"), ImagePart(url="https://x/y.png")])
+    assert photo.parts == photo.content
+    with pytest.raises(TypeError, match="reasoning must be a str"):
+        ChatMessage(MessageRole.ASSISTANT, "x", reasoning=5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"provider_data\['reasoning'\] must be a string"):
+        ChatMessage(MessageRole.ASSISTANT, "x", reasoning="r", provider_data={"reasoning": 1})
+    with pytest.raises(ValueError, match="key that is not a string"):
+        ChatMessage(MessageRole.ASSISTANT, "x", provider_data={"a": {1: 2}})
+    with pytest.raises(ValueError, match="must be a mapping"):
+        ToolCall("c", "f", "{}", provider_data=[("a", 1)])  # type: ignore[arg-type]
+    shown = repr(ChatMessage(MessageRole.USER, "x", provider_data={"refusal": "no"}))
+    assert "provider_data={'refusal': 'no'}" in shown
+    with pytest.raises(ValueError, match="must be a mapping"):
+        ChatMessage(MessageRole.USER, "x", provider_data=["a"])  # type: ignore[arg-type]

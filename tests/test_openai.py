@@ -12,11 +12,11 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 import trio.testing
-from sse_server import Reply, SSEServer
+from sse_server import Reply, Request, SSEServer
 
 import trio_invoke
 from trio_invoke import (
@@ -28,10 +28,12 @@ from trio_invoke import (
     FinishReason,
     FunctionInvokingChatClient,
     HTTPStatusError,
+    ImagePart,
     ModelConnectionError,
     ModelResponseError,
     ModelTimeoutError,
     OpenAIChatClient,
+    ReasoningDelta,
     RunOptions,
     TextDelta,
     ToolCallArgs,
@@ -42,7 +44,7 @@ from trio_invoke import (
     tool,
 )
 from trio_invoke._updates import AgentResponseUpdate
-from trio_invoke.providers.openai._client import _retry_after
+from trio_invoke.providers._http import retry_after as _retry_after
 from trio_invoke.providers.openai._decode import ChunkDecoder
 from trio_invoke.testing import assert_transcript_valid
 
@@ -651,7 +653,7 @@ async def test_retry_after_longer_than_max_retry_delay_is_not_waited_for(
 def test_retry_after_forms() -> None:
     def parse(**headers: str) -> float | None:
         named = {name.replace("_", "-"): value for name, value in headers.items()}
-        return _retry_after(httpx.Headers(named), now=1445412480.0)  # 2015-10-21 07:28:00Z
+        return _retry_after(httpx2.Headers(named), now=1445412480.0)  # 2015-10-21 07:28:00Z
 
     assert parse() is None
     assert parse(retry_after="12") == 12
@@ -685,7 +687,7 @@ async def test_connection_cut_mid_stream_raises_after_the_updates_before_it(
     seen: list[AgentResponseUpdate] = []
     with pytest.raises(ModelConnectionError, match="broke in the middle of the response") as caught:
         await stream_updates(client_for(server), into=seen)
-    assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
+    assert isinstance(caught.value.__cause__, httpx2.RemoteProtocolError)
     assert seen == PARALLEL_UPDATES[:3]
     assert len(server.requests) == 1  # never retried once the response started
 
@@ -755,7 +757,7 @@ async def test_a_server_that_never_answers_times_out_without_retry(
 
 async def test_your_own_http_client_is_used_and_left_open(server: SSEServer) -> None:
     server.add(Reply([OPENAI_TEXT]), Reply([OPENAI_TEXT]))
-    async with httpx.AsyncClient() as http:
+    async with httpx2.AsyncClient() as http:
         model = client_for(server, http_client=http)
         async with model:  # nothing to open: the client is yours
             assert await stream_updates(model) == OPENAI_TEXT_UPDATES
@@ -944,7 +946,7 @@ def test_refusal_text_other_choices_and_odd_chunks() -> None:
 
 
 def test_import_without_httpx_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "httpx", None)  # import httpx -> ImportError
+    monkeypatch.setitem(sys.modules, "httpx2", None)  # import httpx2 -> ImportError
     monkeypatch.delitem(sys.modules, "trio_invoke.providers.openai._client")
     monkeypatch.delattr(trio_invoke, "OpenAIChatClient", raising=False)
     with pytest.raises(ImportError, match=r'pip install "trio_invoke\[openai\]"'):
@@ -1076,3 +1078,224 @@ async def test_what_on_retry_raises_ends_the_request(server: SSEServer) -> None:
     with pytest.raises(KeyError, match="stop retrying"):
         await stream_updates(client_for(server, on_retry=give_up))
     assert len(server.requests) == 1
+
+
+# -- reasoning through the loop: DeepSeek's rule, recorded OpenRouter rounds ---------------------
+
+
+def deepseek_like(request: Request) -> Reply | None:
+    """What DeepSeek's thinking mode does: HTTP 400 for an assistant message with tool calls that
+    comes back without its ``reasoning_content``."""
+    for index, message in enumerate(request.json["messages"]):
+        needs_it = message["role"] == "assistant" and message.get("tool_calls")
+        if needs_it and not isinstance(message.get("reasoning_content"), str):
+            return Reply.error(
+                400,
+                {
+                    "error": {
+                        "message": "Missing `reasoning_content` field in the assistant "
+                        f"message at message index {index}.",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
+    return None
+
+
+DEEPSEEK_ROUND_1 = sse(
+    openai_chunk({"role": "assistant", "content": None, "reasoning_content": ""}),
+    openai_chunk({"content": None, "reasoning_content": "Weather first, "}),
+    openai_chunk({"content": None, "reasoning_content": "then the clock."}),
+    openai_chunk({"tool_calls": [call_start(0, "call_00_w", "get_weather", "")]}),
+    openai_chunk({"tool_calls": [call_args(0, '{"city": "Paris"}')]}),
+    openai_chunk({"tool_calls": [call_start(1, "call_01_t", "get_time", "")]}),
+    openai_chunk({"tool_calls": [call_args(1, '{"zone": "Europe/Paris"}')]}),
+    openai_chunk({"content": "", "reasoning_content": None}, "tool_calls"),
+    openai_usage(100, 30),
+    "[DONE]",
+)
+DEEPSEEK_ROUND_2 = sse(
+    openai_chunk({"role": "assistant", "content": None, "reasoning_content": "Both came back."}),
+    openai_chunk({"content": "Sunny, 14:05."}),
+    openai_chunk({}, "stop"),
+    openai_usage(150, 10),
+    "[DONE]",
+)
+
+
+async def test_a_two_round_loop_keeps_deepseeks_reasoning(nursery: trio.Nursery) -> None:
+    server = SSEServer(check=deepseek_like)
+    await nursery.start(server.serve)
+    server.add(Reply(cut(DEEPSEEK_ROUND_1, 9)), Reply(cut(DEEPSEEK_ROUND_2, 5)))
+    agent = FunctionInvokingChatClient(client_for(server), [get_weather, get_time])
+    updates: list[AgentResponseUpdate] = []
+    with trio.fail_after(20):
+        async with agent.run(USER) as stream:
+            async for update in stream:
+                updates.append(update)
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(250, 40))
+    reasoning = [u.text for u in updates if isinstance(u, ReasoningDelta)]
+    assert reasoning == ["Weather first, ", "then the clock.", "Both came back."]
+    first_text = next(i for i, u in enumerate(updates) if isinstance(u, TextDelta))
+    assert isinstance(updates[first_text - 1], ReasoningDelta)  # reasoning before its text
+    sent = server.requests[1].json["messages"]
+    assert sent[1]["reasoning_content"] == "Weather first, then the clock."
+    assert stream.messages[0].reasoning == "Weather first, then the clock."
+    assert stream.messages[-1] == ChatMessage.assistant(
+        "Sunny, 14:05.", reasoning="Both came back."
+    )
+    assert_transcript_valid(stream.messages)
+
+
+async def test_without_its_reasoning_deepseek_refuses_round_two(nursery: trio.Nursery) -> None:
+    server = SSEServer(check=deepseek_like)
+    await nursery.start(server.serve)
+    server.add(Reply(cut(DEEPSEEK_ROUND_1, 9)), Reply(cut(DEEPSEEK_ROUND_2, 5)))
+    agent = FunctionInvokingChatClient(
+        client_for(server, send_reasoning=False), [get_weather, get_time]
+    )
+    with trio.fail_after(20), pytest.raises(HTTPStatusError) as caught:
+        async with agent.run(USER) as stream:
+            async for _ in stream:
+                pass
+    assert caught.value.status_code == 400
+    assert "reasoning_content" in caught.value.message
+    assert len(server.requests) == 2
+    assert_transcript_valid(stream.messages)
+
+
+async def test_get_response_exposes_the_reasoning(nursery: trio.Nursery) -> None:
+    server = SSEServer(check=deepseek_like)
+    await nursery.start(server.serve)
+    server.add(Reply([DEEPSEEK_ROUND_1]), Reply([DEEPSEEK_ROUND_2]))
+    agent = FunctionInvokingChatClient(client_for(server), [get_weather, get_time])
+    with trio.fail_after(20):
+        response = await agent.get_response(USER)
+    assert (response.text, response.reasoning) == ("Sunny, 14:05.", "Both came back.")
+    assert response.messages[0].reasoning == "Weather first, then the clock."
+
+
+async def test_a_history_with_images_and_a_developer_message_is_sent_as_it_is(
+    server: SSEServer,
+) -> None:
+    history = [
+        {"role": "developer", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ],
+        },
+    ]
+    server.add(Reply([OPENAI_TEXT]))
+    assert (
+        await stream_updates(client_for(server), [ChatMessage.from_dict(m) for m in history])
+        == OPENAI_TEXT_UPDATES
+    )
+    assert server.requests[0].json["messages"] == history
+
+
+async def test_an_image_from_a_tool_reaches_the_model_in_a_user_message(
+    server: SSEServer,
+) -> None:
+    @tool
+    async def get_chart() -> ImagePart:
+        """The chart."""
+        return ImagePart(data="iVBORw0KGgo=", media_type="image/png")
+
+    server.add(
+        Reply(
+            [
+                sse(
+                    openai_chunk({"tool_calls": [call_start(0, "c1", "get_chart", "{}")]}),
+                    openai_chunk({}, "tool_calls"),
+                    "[DONE]",
+                )
+            ]
+        ),
+        Reply([OPENAI_TEXT]),
+    )
+    agent = FunctionInvokingChatClient(client_for(server), [get_chart])
+    with trio.fail_after(20):
+        response = await agent.get_response(USER)
+    assert response.finish_reason is FinishReason.STOP
+    sent = server.requests[1].json["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2]["content"] == "[1 image in the user message that follows]"
+    assert sent[3]["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="},
+    }
+    tool_message = response.messages[1]
+    assert tool_message.content == (ImagePart(data="iVBORw0KGgo=", media_type="image/png"),)
+
+
+# -- text that is not valid Unicode --------------------------------------------------------------
+
+
+def escaped(chunk: dict[str, Any]) -> str:
+    """A chunk as JSON with every non-ASCII character escaped: how a server sends a lone
+    surrogate (``"\\udcff"``), or a character's surrogate pair split over two chunks."""
+    return json.dumps(chunk)
+
+
+@tool
+async def list_dir(hint: str = "") -> list[str]:
+    """File names, as os.listdir gives them for names that are not UTF-8."""
+    assert hint == "\udcff"  # the model's lone surrogate reaches the tool as it was sent
+    return ["caf\udce9.txt", "ok.txt"]
+
+
+async def test_invalid_unicode_never_stops_the_next_request(server: SSEServer) -> None:
+    # Round 1: text whose emoji is split over two chunks plus half a pair, and a call whose
+    # arguments hold a lone surrogate; the tool's result holds one too. Round 2 must be sent.
+    round_1 = sse(
+        escaped(openai_chunk({"role": "assistant", "content": "Look \ud83d"})),
+        escaped(openai_chunk({"content": "\ude00 and \ud800!"})),
+        escaped(openai_chunk({"tool_calls": [call_start(0, "call_1", "list_dir")]})),
+        escaped(openai_chunk({"tool_calls": [call_args(0, '{"hint": "\udcff"}')]})),
+        escaped(openai_chunk({}, "tool_calls")),
+        "[DONE]",
+    )
+    server.add(Reply(cut(round_1, 9)), Reply([OPENAI_TEXT]))
+    agent = FunctionInvokingChatClient(client_for(server), [list_dir])
+    with trio.fail_after(20):
+        async with agent.run(USER) as stream:
+            updates = [update async for update in stream]
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(12, 9))
+    assert len(server.requests) == 2
+    raw = server.requests[1].body
+    raw.decode("utf-8")  # strict UTF-8 on the wire
+    sent = server.requests[1].json["messages"]
+    assert sent[1]["content"] == "Look 😀 and \ufffd!"
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == '{"hint": "\ufffd"}'
+    assert json.loads(sent[2]["content"]) == ["caf\ufffd.txt", "ok.txt"]
+    assert "\\ud" not in raw.decode()  # replaced, not escaped
+    assert_transcript_valid(stream.messages)
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["user text", "tool description", "tool schema", "model option", "tool name in history"],
+)
+async def test_any_field_with_invalid_unicode_is_sent_as_valid_utf8(
+    server: SSEServer, where: str
+) -> None:
+    bad = "x\udcffy\ud83d\ude00"
+    messages = [ChatMessage.user(bad if where == "user text" else "hi")]
+    if where == "tool name in history":
+        call = trio_invoke.ToolCall("c\udcff", bad, "{}")
+        messages += [ChatMessage.assistant("", [call]), ChatMessage.tool_result(call, bad)]
+    definition = trio_invoke.ToolDefinition(
+        "t",
+        bad if where == "tool description" else "d",
+        {"type": "object", "description": bad} if where == "tool schema" else {"type": "object"},
+    )
+    options = RunOptions(
+        tools=[definition], model_options={"user": bad} if where == "model option" else {}
+    )
+    server.add(Reply([OPENAI_TEXT]))
+    await stream_updates(client_for(server), messages, options)
+    (request,) = server.requests
+    assert "x\ufffdy😀" in request.body.decode("utf-8")

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import math
+import re
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
 import attrs
 import pytest
 import trio
+from hypothesis import example, given
+from hypothesis import strategies as st
 
-from trio_invoke import ApprovalRequiredTool, RunOptions, ToolApprovalResponse, ToolDefinition, tool
+from trio_invoke import (
+    ApprovalRequiredTool,
+    ConfigurationError,
+    RunOptions,
+    ToolApprovalResponse,
+    ToolDefinition,
+    tool,
+)
 
 
 @tool
@@ -52,3 +67,166 @@ def test_tool_definition_is_the_openai_tools_entry() -> None:
 def test_approval_response_defaults() -> None:
     response = ToolApprovalResponse("c1", approved=False)
     assert (response.reason, response.digest, response.arguments) == (None, None, None)
+
+
+# -- values checked when they are given ---------------------------------------------------------
+
+
+def good_seconds(value: object) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return not math.isnan(value) and value > 0
+
+
+any_value = (
+    st.none()
+    | st.floats()
+    | st.integers(min_value=-(10**20), max_value=10**20)
+    | st.booleans()
+    | st.text(max_size=3)
+    | st.just(Decimal("1.5"))
+    | st.just([1])
+)
+
+
+@given(any_value)
+@example(math.nan)
+@example(-math.inf)
+@example(math.inf)
+@example(0)
+@example(-0.0)
+@example(True)
+@example("5")
+def test_a_timeout_is_checked_when_it_is_given(value: object) -> None:
+    for make in (
+        lambda: RunOptions(tool_timeout=value),  # type: ignore[arg-type]
+        lambda: RunOptions().evolve(tool_timeout=value),
+        lambda: tool(timeout=value)(add.func),  # type: ignore[arg-type]
+    ):
+        if good_seconds(value):
+            make()
+            continue
+        with pytest.raises(ConfigurationError) as info:
+            make()
+        assert f"timeout must be a number of seconds > 0 or None, got {value!r}" in str(info.value)
+
+
+@given(any_value)
+@example(-1)
+@example(True)
+@example(2.0)
+@example(0)
+def test_a_budget_of_tool_calls_is_checked_when_it_is_given(value: object) -> None:
+    good = value is None or (type(value) is int and value >= 0)
+    if good:
+        assert RunOptions(max_tool_calls=value).max_tool_calls == value  # type: ignore[arg-type]
+        return
+    with pytest.raises(ConfigurationError) as info:
+        RunOptions(max_tool_calls=value)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"RunOptions max_tool_calls must be an integer >= 0 or None, got {value!r}"
+    )
+
+
+@tool
+async def search(q: str) -> str:
+    """Search."""
+    return q
+
+
+@tool(name="search")
+async def other_search(q: str) -> str:
+    """Another search."""
+    return q
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [
+        [search, other_search],
+        [search, search],
+        [add, search, ApprovalRequiredTool(other_search)],
+        [search, ApprovalRequiredTool(search)],
+    ],
+)
+def test_two_provider_tools_with_one_name_are_a_configuration_error(tools: list[Any]) -> None:
+    with pytest.raises(ConfigurationError, match="provider_tools has two tools named 'search'"):
+        RunOptions(provider_tools=tools)
+    with pytest.raises(ConfigurationError, match="two tools named 'search'"):
+        RunOptions(provider_tools=tools[:1]).evolve(provider_tools=tools)
+
+
+def test_provider_tools_with_distinct_names_are_fine() -> None:
+    assert RunOptions(provider_tools=[add, search]).provider_tools == (add, search)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        (
+            "tool_approval_responses",
+            [{"call_id": "c1"}],
+            "tool_approval_responses must hold ToolApprovalResponse values, got dict",
+        ),
+        (
+            "tool_approval_responses",
+            [ToolApprovalResponse("c", True), "c2"],
+            "must hold ToolApprovalResponse values, got str",
+        ),
+        ("cancel_scope", trio.move_on_after, "cancel_scope must be a trio.CancelScope"),
+        ("cancel_scope", object(), "cancel_scope must be a trio.CancelScope"),
+        ("parallel_tool_calls", "yes", "parallel_tool_calls must be True, False or None"),
+        ("tool_choice", 3, "tool_choice must be a str, a mapping or None"),
+        ("model_options", [("temperature", 0)], "model_options must be a mapping"),
+    ],
+)
+def test_a_run_option_of_the_wrong_type_is_named(field: str, value: object, expected: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(expected)):
+        RunOptions(**{field: value})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"call_id": 1, "approved": True}, "call_id must be a str, got 1 (int)"),
+        ({"call_id": None, "approved": True}, "call_id must be a str, got None (NoneType)"),
+        ({"call_id": "c1", "approved": "no"}, "approved must be True or False, got 'no' (str)"),
+        ({"call_id": "c1", "approved": 1}, "approved must be True or False, got 1 (int)"),
+        ({"call_id": "c1", "approved": None}, "approved must be True or False, got None"),
+        ({"call_id": "c1", "approved": False, "reason": 3}, "reason must be a str or None, got 3"),
+        ({"call_id": "c1", "approved": True, "digest": b"ab"}, "digest must be a str or None"),
+        (
+            {"call_id": "c1", "approved": True, "arguments": [1, 2]},
+            "arguments must be JSON text, a mapping or None, got [1, 2] (list)",
+        ),
+    ],
+)
+def test_an_approval_response_of_the_wrong_type_is_named(
+    kwargs: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(TypeError, match=re.escape(f"ToolApprovalResponse {expected}")):
+        ToolApprovalResponse(**kwargs)
+
+
+def test_approval_responses_of_the_right_types() -> None:
+    ToolApprovalResponse("c1", True, digest="ab", arguments='{"a": 1}')
+    ToolApprovalResponse("c1", False, "too risky")
+    ToolApprovalResponse("c1", True, arguments=MappingProxyType({"a": 1}))
+
+
+async def test_a_bad_per_run_timeout_never_reaches_the_tools() -> None:
+    # It used to be accepted, and then every call's result said its tool raised ValueError.
+    from trio_invoke import FunctionInvokingChatClient, ScriptedChatClient, ToolCall, ToolCalled
+    from trio_invoke.testing import run_to_completion, tool_calls_response
+
+    with pytest.raises(ConfigurationError, match=r"tool_timeout .* got -1"):
+        RunOptions(tool_timeout=-1)
+    model = ScriptedChatClient(
+        [tool_calls_response(ToolCall("c1", "add", '{"a": 1, "b": 2}')), "3"]
+    )
+    client = FunctionInvokingChatClient(model, [add])
+    result = await run_to_completion(client, [], RunOptions(tool_timeout=math.inf))
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert (called.result, called.is_error) == ("3", False)  # inf: no limit

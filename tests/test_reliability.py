@@ -4,15 +4,18 @@ Each example draws a scripted model (rounds of calls with valid, empty and broke
 unknown tools), tools that succeed, raise, take their time, hang or need approval, the loop's
 options (timeouts, concurrency, sequential and eager modes, budgets, the round cap and its mode),
 a cancellation point (the run's cancel scope, or leaving the ``async with``), a consumer speed,
-and approval decisions for every pause. After every run it checks that every assistant tool call
-has exactly one tool message in call order, that no tool task outlives the run, that every
-``ToolCalled`` matches a tool message and back, and that the usage adds up. All on a virtual
-clock, so thousands of cases fit in CI time (``RELIABILITY_EXAMPLES`` sets how many; 2,000 by
-default).
+approval decisions for every pause, and text that is not valid Unicode (lone surrogates in the
+model's text, in tool results as ``os.listdir`` gives them, and in replacement arguments). After
+every run it checks that every assistant tool call has exactly one tool message in call order,
+that no tool task outlives the run, that every ``ToolCalled`` matches a tool message and back,
+that the usage adds up, and that every message converts to valid UTF-8 (exactly, for valid
+text). All on a virtual clock, so thousands of cases fit in CI time (``RELIABILITY_EXAMPLES``
+sets how many; 2,000 by default).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -34,12 +37,14 @@ from trio_invoke import (
     RunOptions,
     ScriptedChatClient,
     StopLoop,
+    TextDelta,
     ToolApprovalRequest,
     ToolCalled,
     ToolContext,
     Usage,
 )
 from trio_invoke._approval import pending_calls
+from trio_invoke._text import wire_text
 from trio_invoke.testing import assert_transcript_valid, scripted_rounds
 
 USER = [ChatMessage.user("go")]
@@ -95,6 +100,25 @@ TOOLS = [
     ChaosTool("hangs"),
     ChaosTool("guarded", requires_approval=True),
 ]
+SURROGATES = ["\udcff", "\ud83d", "\ude00", "\ud800\udbff"]
+
+
+def with_surrogates(script: list[list[Any]], every: int | None) -> list[list[Any]]:
+    """``script`` with a lone surrogate added to every ``every``-th text delta."""
+    if every is None:
+        return script
+    deltas = 0
+    mangled: list[list[Any]] = []
+    for response in script:
+        items: list[Any] = []
+        for item in response:
+            if isinstance(item, TextDelta):
+                deltas += 1
+                if deltas % every == 0:
+                    item = attrs.evolve(item, text=item.text + SURROGATES[deltas % 4])  # noqa: PLW2901
+            items.append(item)
+        mangled.append(items)
+    return mangled
 
 
 async def passes(context: ToolContext, call_next: CallNext) -> ToolCalled:
@@ -179,6 +203,7 @@ def usage_of(script: list[list[Any]], first: int, last: int) -> Usage | None:
     break_after=st.none() | st.integers(0, 40),
     consumer_delay=st.sampled_from([0, 0, 0.05, 0.7]),
     answers=st.lists(decisions, min_size=8, max_size=8),
+    surrogate_every=st.none() | st.integers(1, 3),
 )
 def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per drawn dimension
     script: list[list[Any]],
@@ -187,7 +212,10 @@ def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per 
     break_after: int | None,
     consumer_delay: float,
     answers: list[str],
+    surrogate_every: int | None,
 ) -> None:
+    script = with_surrogates(script, surrogate_every)
+
     async def one_run(
         client: FunctionInvokingChatClient,
         model: ScriptedChatClient,
@@ -257,11 +285,17 @@ def test_random_runs_keep_every_invariant(  # noqa: PLR0917 -- one argument per 
                     elif answer == "reject":
                         responses.append(request.reject("no"))
                     else:
-                        responses.append(request.approve(arguments={"edited": True}))
+                        responses.append(request.approve(arguments={"edited": "\udcff"}))
                 scope = trio.CancelScope()  # a scope serves one run
                 options = RunOptions(cancel_scope=scope, tool_approval_responses=responses)
         assert_valid_or_paused(conversation)
         for message in conversation:  # text that is not valid Unicode survives the wire format
-            assert ChatMessage.from_dict(message.to_dict()) == message
+            data = message.to_dict()  # as it is sent: pairs joined, lone surrogates U+FFFD
+            json.dumps(data, ensure_ascii=False).encode("utf-8")  # never a UnicodeEncodeError
+            restored = ChatMessage.from_dict(data)
+            assert restored.to_dict() == data
+            assert restored.content == wire_text(message.content)
+            if wire_text(message.content) is message.content and not message.tool_calls:
+                assert restored == message  # valid text: exact
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trio_invoke import (
     ChatMessage,
+    ConfigurationError,
     Finish,
     FinishReason,
     RunOptions,
     ScriptedChatClient,
     ScriptExhaustedError,
     TextDelta,
+    ToolCall,
 )
 from trio_invoke.testing import run_to_completion
 
@@ -56,3 +63,126 @@ async def test_delay_between_updates(autojump_clock: trio.testing.MockClock) -> 
     start = trio.current_time()
     await run_to_completion(model, USER)
     assert trio.current_time() - start == pytest.approx(1.0)
+
+
+# -- scripts that cannot be replayed: a TypeError at construction --------------------------------
+
+
+BAD_ITEMS: list[object] = [
+    None,
+    {"text": "hi"},
+    42,
+    1.5,
+    b"bytes",
+    ["nested", "list"],
+    ChatMessage.assistant("a message, not an update"),
+    ToolCall("c1", "t", "{}"),
+    object(),
+]
+
+
+@pytest.mark.parametrize("bad", BAD_ITEMS, ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize(
+    ("script", "response", "item"),
+    [
+        (lambda bad: [[bad]], 0, 0),
+        (lambda bad: [[TextDelta("a"), bad, Finish(FinishReason.STOP)]], 0, 1),
+        (lambda bad: ["fine", [Finish(FinishReason.STOP), OSError("x"), bad]], 1, 2),
+        (lambda bad: ["a", "b", ("c", bad)], 2, 1),
+    ],
+)
+def test_an_item_that_is_not_an_update_is_a_type_error_naming_where(
+    bad: object, script: Any, response: int, item: int
+) -> None:
+    with pytest.raises(TypeError) as info:
+        ScriptedChatClient(script(bad))
+    message = str(info.value)
+    assert message.startswith(f"ScriptedChatClient response {response}, item {item}, is ")
+    described = "None" if bad is None else f"a {type(bad).__name__} ("
+    assert described in message
+    assert "not an update" in message
+
+
+def test_an_exception_class_in_a_script_says_to_put_an_instance() -> None:
+    with pytest.raises(TypeError, match=r"item 0, is the exception class OSError; .* OSError\("):
+        ScriptedChatClient([[OSError]])
+
+
+@pytest.mark.parametrize(
+    ("response", "kind"),
+    [(None, "None"), (42, "a int"), ({"role": "assistant"}, "a dict"), (b"hi", "a bytes")],
+)
+def test_a_response_that_is_not_a_list_is_a_type_error(response: object, kind: str) -> None:
+    with pytest.raises(TypeError, match=rf"^ScriptedChatClient response 1 is {kind}\b"):
+        ScriptedChatClient(["ok", response])  # type: ignore[list-item]
+
+
+def test_a_flat_list_of_updates_says_to_wrap_it() -> None:
+    with pytest.raises(
+        TypeError, match=r"response 0 is a TextDelta .* ScriptedChatClient\(\[\["
+    ) as info:
+        ScriptedChatClient([TextDelta("hi"), Finish(FinishReason.STOP)])  # type: ignore[list-item]
+    assert "put its updates in a list of their own" in str(info.value)
+
+
+@pytest.mark.parametrize("responses", ["hello", None, {"a": ["x"]}, 3])
+def test_responses_must_be_a_list_of_responses(responses: object) -> None:
+    with pytest.raises(TypeError, match="ScriptedChatClient takes a list of responses, not "):
+        ScriptedChatClient(responses)  # type: ignore[arg-type]
+
+
+async def test_strings_exceptions_and_every_update_kind_are_fine() -> None:
+    from trio_invoke import (
+        Error,
+        ToolApprovalRequest,
+        ToolCallArgs,
+        ToolCalled,
+        ToolCallEnd,
+        ToolCallStart,
+    )
+
+    call = ToolCall("c1", "t", "{}")
+    script = [
+        TextDelta("a"),
+        "b",  # short for TextDelta("b")
+        ToolCallStart("c1", "t"),
+        ToolCallArgs("c1", "{}"),
+        ToolCallEnd("c1"),
+        ToolApprovalRequest(call),
+        ToolCalled(call, "r", is_error=False),
+        Error("e"),
+        Finish(FinishReason.STOP),
+    ]
+    model = ScriptedChatClient([script])
+    result = await run_to_completion(model, USER)
+    assert result.updates == (script[0], TextDelta("b"), *script[2:])
+
+
+@pytest.mark.parametrize("delay", [-1, -0.5, math.nan, math.inf, "0.1", None, True])
+def test_a_bad_delay_is_a_configuration_error(delay: object) -> None:
+    with pytest.raises(ConfigurationError, match=f"delay must be a finite number .*got {delay!r}"):
+        ScriptedChatClient(["x"], delay=delay)  # type: ignore[arg-type]
+
+
+good_items = st.one_of(
+    st.text(max_size=5),
+    st.builds(TextDelta, st.text(max_size=5)),
+    st.just(Finish(FinishReason.STOP)),
+)
+bad_items = st.sampled_from(BAD_ITEMS)
+
+
+@given(
+    st.lists(st.lists(good_items, max_size=5), min_size=1, max_size=4),
+    bad_items,
+    st.data(),
+)
+def test_one_bad_item_anywhere_is_found_and_named(
+    script: list[list[object]], bad: object, data: st.DataObject
+) -> None:
+    ScriptedChatClient([list(r) for r in script])  # type: ignore[arg-type] -- all fine
+    response = data.draw(st.integers(0, len(script) - 1))
+    item = data.draw(st.integers(0, len(script[response])))
+    script[response].insert(item, bad)
+    with pytest.raises(TypeError, match=f"^ScriptedChatClient response {response}, item {item}, "):
+        ScriptedChatClient(script)  # type: ignore[arg-type]

@@ -6,9 +6,11 @@ from typing import Any
 
 import fastjsonschema
 import pytest
+import trio
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
+from trio_invoke import ChatMessage, FunctionInvokingChatClient, ToolCall, ToolCalled
 from trio_invoke._exceptions import ArgumentsError, ToolDefinitionError
 from trio_invoke._validate import (
     compile_validator,
@@ -17,7 +19,15 @@ from trio_invoke._validate import (
     seed_errors,
     validate_against_schema,
 )
-from trio_invoke.testing import json_values, schemas_with_arguments, tool_arguments
+from trio_invoke.testing import (
+    ScriptedChatClient,
+    assert_transcript_valid,
+    json_values,
+    run_to_completion,
+    schemas_with_arguments,
+    tool_arguments,
+    tool_calls_response,
+)
 
 WEATHER = {
     "type": "object",
@@ -303,8 +313,8 @@ def test_local_refs_work() -> None:
         ({"type": "object", "properties": {"a": {"minimum": "x"}}}, "minimum must be a number"),
         ({"type": "object", "properties": {"a": {"enum": 5}}}, "enum must be an array"),
         ({"type": "object", "required": "a"}, "required must be an array"),
-        ({"type": "object", "properties": {"a": {"pattern": "("}}}, "(error)"),
-        ({"type": "object", "properties": 5}, "(AttributeError)"),
+        ({"type": "object", "properties": {"a": {"pattern": "("}}}, "is not a regular expression"),
+        ({"type": "object", "properties": 5}, "AttributeError"),
         ({"type": "object", "properties": {"a": {"$ref": "#/nope"}}}, "nope"),
         ({"type": "object", "properties": {"a": {"enum": [math.nan]}}}, "not JSON"),
         ({"type": "object", "properties": {"a": {"enum": [b"x"]}}}, "not JSON"),
@@ -492,3 +502,460 @@ def test_seed_checks_agree_with_fastjsonschema(case: tuple[dict[str, Any], objec
     else:
         reference_accepts = True
     assert (seed_errors(args, schema) == []) == reference_accepts
+
+
+# --- hostile arguments: nothing but ArgumentsError ---------------------------------------------
+
+
+SELF_REF = {
+    "type": "object",
+    "properties": {"n": {"$ref": "#/$defs/node"}},
+    "$defs": {"node": {"type": "object", "properties": {"n": {"$ref": "#/$defs/node"}}}},
+}
+ROOT_REF = {"type": "object", "properties": {"n": {"$ref": "#"}}}
+CHAIN_OF_TWO = {
+    "type": "object",
+    "properties": {"n": {"$ref": "#/definitions/a"}},
+    "definitions": {
+        "a": {"type": "object", "properties": {"n": {"$ref": "#/definitions/b"}}},
+        "b": {"type": "object", "properties": {"n": {"$ref": "#/definitions/a"}}},
+    },
+}
+CHAIN_OF_THREE = {
+    "type": "object",
+    "properties": {"n": {"$ref": "#/$defs/a"}},
+    "$defs": {
+        "a": {"$ref": "#/$defs/b"},
+        "b": {"$ref": "#/$defs/c"},
+        "c": {"type": "object", "properties": {"n": {"$ref": "#/$defs/a"}}},
+    },
+}
+ALIASED = {
+    "type": "object",
+    "properties": {"n": {"$ref": "#/$defs/alias"}},
+    "$defs": {
+        "alias": {"$ref": "#/$defs/node"},
+        "node": {"type": "object", "properties": {"n": {"$ref": "#/$defs/alias"}}},
+    },
+}
+THROUGH_ITEMS = {
+    "type": "object",
+    "properties": {"n": {"$ref": "#/$defs/list"}},
+    "$defs": {"list": {"type": "array", "items": {"$ref": "#/$defs/list"}}},
+}
+THROUGH_ANY_OF = {
+    "type": "object",
+    "properties": {"n": {"$ref": "#/$defs/t"}},
+    "$defs": {
+        "t": {
+            "anyOf": [
+                {"type": "null"},
+                {"type": "object", "additionalProperties": {"$ref": "#/$defs/t"}},
+            ]
+        }
+    },
+}
+RECURSIVE_SCHEMAS = {
+    "self": SELF_REF,
+    "root": ROOT_REF,
+    "chain of two": CHAIN_OF_TWO,
+    "chain of three": CHAIN_OF_THREE,
+    "aliased": ALIASED,
+    "items": THROUGH_ITEMS,
+    "anyOf": THROUGH_ANY_OF,
+}
+
+
+def nest(depth: int, *, array: bool = False) -> dict[str, Any]:
+    """``{"n": {"n": ... {} ...}}`` (or lists) ``depth`` levels deep, built without recursion."""
+    inner: Any = [] if array else {}
+    for _ in range(depth):
+        inner = [inner] if array else {"n": inner}
+    return {"n": inner} if array else inner
+
+
+@pytest.mark.parametrize("name", sorted(RECURSIVE_SCHEMAS))
+@pytest.mark.parametrize("depth", [2_000, 20_000, 200_000])
+def test_recursive_ref_with_deeply_nested_arguments_is_an_arguments_error(
+    name: str, depth: int
+) -> None:
+    schema = RECURSIVE_SCHEMAS[name]
+    validate = compile_validator(schema)
+    validate(nest(5, array=name == "items"))  # shallow arguments pass
+    with pytest.raises(ArgumentsError) as info:
+        validate(nest(depth, array=name == "items"))
+    (message,) = info.value.errors
+    assert message.startswith("arguments are nested too deeply to check against the schema")
+    assert isinstance(info.value.__cause__, RecursionError)
+
+
+def test_a_ref_cycle_that_never_reaches_data_is_an_arguments_error() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"n": {"$ref": "#/$defs/a"}},
+        "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+    }
+    with pytest.raises(ArgumentsError, match="nested too deeply"):
+        validate_against_schema({"n": 1}, schema)
+
+
+def multiple_of(step: float) -> dict[str, Any]:
+    return {"type": "object", "properties": {"x": {"type": "number", "multipleOf": step}}}
+
+
+BIG = 10**400
+
+
+@pytest.mark.parametrize("step", [0.5, 0.1, 1e-300, 2.5, 3.0])
+@pytest.mark.parametrize("value", [BIG, -BIG, 10**309 + 1, 7 * 10**399])
+def test_a_number_too_large_for_multiple_of_is_an_arguments_error(step: float, value: int) -> None:
+    with pytest.raises(ArgumentsError) as info:
+        validate_against_schema({"x": value}, multiple_of(step))
+    (message,) = info.value.errors
+    assert message.startswith("field 'x' is a number too large to check against the schema")
+    assert "OverflowError" in message
+
+
+@pytest.mark.parametrize("value", [3.5, 0.1, 1e300, -2.25])
+def test_a_huge_integer_multiple_of_with_a_float_is_an_arguments_error(value: float) -> None:
+    schema = {"type": "object", "properties": {"x": {"multipleOf": BIG}}}
+    with pytest.raises(ArgumentsError, match="too large to check against the schema's multipleOf"):
+        validate_against_schema({"x": value}, schema)
+    validate_against_schema({"x": 2 * BIG}, schema)  # int with int: exact, no float involved
+    assert errors_of({"x": BIG + 1}, schema)[0].startswith("field 'x' must be multiple of")
+
+
+@pytest.mark.parametrize(("step", "value"), [(0.1, 1e308), (1e-300, 1e300), (0.5, 1.5e308)])
+def test_an_overflowing_quotient_names_the_field_and_multiple_of(step: float, value: float) -> None:
+    assert errors_of({"x": value}, multiple_of(step)) == (
+        f"field 'x' is too large to check against multipleOf {step!r} "
+        "(the quotient overflows a float)",
+    )
+
+
+class LengthlessText(str):
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        raise RuntimeError("no length for me")
+
+
+class KeylessDict(dict[str, Any]):
+    def keys(self) -> Any:
+        raise LookupError("no keys for me")
+
+
+@pytest.mark.parametrize(
+    ("schema", "args", "problem"),
+    [
+        (multiple_of(0.5), {"x": math.nan}, "ValueError"),
+        (multiple_of(0.5), {"x": math.inf}, "field 'x' is inf, not a JSON number"),
+        (multiple_of(3), {"x": -math.inf}, "field 'x' is -inf, not a JSON number"),
+        (
+            {"properties": {"x": {"maxLength": 3}}},
+            {"x": LengthlessText("abcd")},
+            "arguments could not be checked against the schema: RuntimeError: no length for me",
+        ),
+        (
+            {"properties": {"x": {"required": ["a"]}}},
+            {"x": KeylessDict(a=1)},
+            "LookupError: no keys for me",
+        ),
+    ],
+)
+def test_any_exception_from_the_validator_is_an_arguments_error(
+    schema: dict[str, Any], args: dict[str, Any], problem: str
+) -> None:
+    # Not JSON values, but a caller of validate_against_schema may pass anything.
+    with pytest.raises(ArgumentsError) as info:
+        validate_against_schema(args, schema)
+    assert problem in str(info.value)
+
+
+numbers = (
+    st.integers()
+    | st.integers(min_value=10**300, max_value=10**420).map(lambda n: n * 1 if n % 2 else -n)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+steps = (
+    st.floats(min_value=1e-320, max_value=1e308, exclude_min=False)
+    | st.integers(min_value=1, max_value=10**5)
+    | st.integers(min_value=10**300, max_value=10**420)
+)
+
+
+@given(steps, st.lists(numbers, min_size=1, max_size=3))
+@example(0.5, [BIG])
+@example(BIG, [0.5])
+@example(1e-300, [1e308])
+def test_multiple_of_raises_nothing_but_arguments_errors(step: float, values: list[float]) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"x": {"type": "array", "items": {"multipleOf": step}}},
+    }
+    errors: tuple[str, ...] = ()
+    try:
+        validate_against_schema({"x": values}, schema)
+    except ArgumentsError as exc:
+        errors = exc.errors
+    assert all(e.startswith(("field 'x[", "a number")) for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"x": 1e400}',
+        '{"x": -1e400}',
+        '{"x": 1E+400}',
+        '{"x": 123456789e303}',
+        '{"x": 0.1e310}',
+        '{"a": [1, {"b": 9.9e999}]}',
+        '{"x": -' + "9" * 400 + ".5}",
+    ],
+)
+def test_parse_rejects_numbers_that_overflow_a_float(raw: str) -> None:
+    with pytest.raises(ArgumentsError) as info:
+        parse_arguments(raw)
+    (message,) = info.value.errors
+    assert message.startswith("invalid JSON arguments: ")
+    assert message.endswith("is out of range (it overflows a 64-bit float)")
+    literal = message.removeprefix("invalid JSON arguments: ").split(" is out of range")[0]
+    assert literal.rstrip(".").split("...")[0] in raw  # names the literal (shortened if long)
+
+
+def test_parse_keeps_what_a_float_can_hold() -> None:
+    assert parse_arguments('{"a": 1e-400, "b": 1.7e308, "c": 5e-324}') == {
+        "a": 0.0,
+        "b": 1.7e308,
+        "c": 5e-324,
+    }
+    assert parse_arguments('{"n": ' + "9" * 400 + "}") == {"n": int("9" * 400)}  # ints are exact
+
+
+def non_finite(value: object) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+exponents = st.integers(min_value=-400, max_value=400).map(lambda e: f"e{e}")
+number_literals = st.builds(
+    lambda sign, digits, exponent: f"{sign}{digits}{exponent}",
+    st.sampled_from(["", "-"]),
+    st.from_regex(r"\A[1-9][0-9]{0,3}(\.[0-9]{1,3})?\Z"),
+    exponents,
+)
+
+
+@given(st.lists(number_literals, min_size=1, max_size=4))
+def test_no_tool_ever_receives_a_non_finite_number(literals: list[str]) -> None:
+    raw = '{"values": [' + ", ".join(literals) + "]}"
+    overflows = any(math.isinf(float(literal)) for literal in literals)
+    if overflows:
+        with pytest.raises(ArgumentsError, match="out of range"):
+            parse_arguments(raw)
+        return
+    parsed = parse_arguments(raw)
+    assert not non_finite(parsed)
+    assert len(parsed["values"]) == len(literals)
+
+
+@given(st.text())
+@example("[" * 100_000)
+@example('{"a": NaN}')
+@example('{"a": 1e999}')
+@example("\ud800")
+def test_parse_raises_nothing_but_arguments_errors(raw: str) -> None:
+    try:
+        parsed = parse_arguments(raw)
+    except ArgumentsError:
+        return
+    assert isinstance(parsed, dict)
+    assert not non_finite(parsed)
+
+
+@pytest.mark.parametrize("raw", [None, 3, b'{"a": 1}', {"a": 1}])
+def test_parse_of_something_that_is_not_text_is_an_arguments_error(raw: object) -> None:
+    with pytest.raises(
+        ArgumentsError, match=f"arguments must be JSON text, got {type(raw).__name__}"
+    ):
+        parse_arguments(raw)  # type: ignore[arg-type]
+
+
+# --- schemas fastjsonschema would compile, then trip over ---------------------------------------
+
+
+@pytest.mark.parametrize("step", [0, -2, 0.0, -0.5, "2", True, None, math.nan])
+def test_multiple_of_must_be_a_number_above_zero(step: object) -> None:
+    schema = {"type": "object", "properties": {"x": {"items": {"multipleOf": step}}}}
+    with pytest.raises(ToolDefinitionError) as info:
+        compile_validator(schema)
+    message = str(info.value)
+    if isinstance(step, float) and math.isnan(step):
+        assert "nan at #/properties/x/items/multipleOf is not a JSON number" in message
+    else:
+        assert message == (
+            "invalid JSON Schema: multipleOf at #/properties/x/items must be a number > 0, "
+            f"got {step!r}"
+        )
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({"properties": {"w": {"pattern": r"^\p{L}+$"}}}, r"pattern '^\\p{L}+$' at #/properties/w"),
+        (
+            {"properties": {"w": {"pattern": "(?<name>x)"}}},
+            "pattern '(?<name>x)' at #/properties/w",
+        ),
+        ({"$defs": {"d": {"pattern": "["}}}, "pattern '[' at #/$defs/d"),
+        ({"patternProperties": {"^(a": {}}}, "patternProperties '^(a' at #"),
+    ],
+)
+def test_a_pattern_python_cannot_compile_is_named(schema: dict[str, Any], where: str) -> None:
+    with pytest.raises(ToolDefinitionError) as info:
+        compile_validator(schema)
+    assert where in str(info.value)
+    assert "is not a regular expression Python can compile" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('{"properties": {"x": {"multipleOf": 1e400}}}', "#/properties/x/multipleOf"),
+        ('{"properties": {"x": {"maximum": -1e999}}}', "#/properties/x/maximum"),
+        ('{"enum": [1, 2, 1e400]}', "#/enum/2"),
+    ],
+)
+def test_a_schema_holding_infinity_names_where(text: str, where: str) -> None:
+    schema = json.loads(text)  # what json.loads makes of a server's schema
+    with pytest.raises(ToolDefinitionError, match="invalid JSON Schema: not JSON") as info:
+        compile_validator(schema)
+    assert f"at {where} is not a JSON number" in str(info.value)
+
+
+# --- through the loop: a call's error result, never a crash ------------------------------------
+
+
+class SchemaTool:
+    """A tool with a hand-written schema that records what it was given."""
+
+    def __init__(self, name: str, parameters: dict[str, Any]) -> None:
+        self.name = name
+        self.description = "test tool"
+        self.parameters = parameters
+        self.requires_approval = False
+        self.received: list[dict[str, Any]] = []
+
+    async def execute(self, arguments: dict[str, Any]) -> str:
+        self.received.append(arguments)
+        return "ran"
+
+
+HOSTILE_CALLS = [
+    ("deep", CHAIN_OF_THREE, '{"n": ' * 400 + "{}" + "}" * 400, "nested too deeply"),
+    ("deep", ALIASED, '{"n": ' * 700 + "{}" + "}" * 700, "nested too deeply"),
+    ("step", multiple_of(0.5), '{"x": ' + "7" * 400 + "}", "field 'x' is a number too large"),
+    ("step", multiple_of(0.1), '{"x": -' + "1" * 310 + "}", "field 'x' is a number too large"),
+    ("step", multiple_of(0.1), '{"x": 1e308}', "field 'x' is too large to check"),
+    ("step", {"properties": {"x": {"multipleOf": BIG}}}, '{"x": 0.5}', "multipleOf"),
+    ("step", multiple_of(0.5), '{"x": 1e400}', "1e400 is out of range"),
+    ("step", multiple_of(0.5), '{"x": [-1e400]}', "-1e400 is out of range"),
+    ("step", {"type": "object"}, '{"x": {"y": 2E999}}', "2E999 is out of range"),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "arguments", "problem"), HOSTILE_CALLS)
+async def test_hostile_arguments_become_that_calls_error_result(
+    name: str, schema: dict[str, Any], arguments: str, problem: str
+) -> None:
+    hostile, sibling = SchemaTool(name, schema), SchemaTool("plain", {"type": "object"})
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(ToolCall("c1", name, arguments), ToolCall("c2", "plain", "{}")),
+            "done",
+        ]
+    )
+    client = FunctionInvokingChatClient(model, [hostile, sibling])
+    with trio.fail_after(30):
+        result = await run_to_completion(client, [ChatMessage.user("go")])
+    called = {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+    assert called["c1"].is_error
+    assert called["c1"].result.startswith(f"Error: invalid arguments for tool {name!r}: ")
+    assert problem in called["c1"].result
+    assert isinstance(called["c1"].exception, ArgumentsError)
+    assert (called["c2"].result, called["c2"].is_error) == ("ran", False)
+    assert hostile.received == []  # the tool never saw the arguments, nor an inf
+    assert result.messages[-1].content == "done"
+    assert_transcript_valid([ChatMessage.user("go"), *result.messages])
+
+
+def nested_schema(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {}
+    inner = schema
+    for _ in range(depth):
+        inner["properties"] = {"a": {}}
+        inner = inner["properties"]["a"]
+    return schema
+
+
+@pytest.mark.parametrize("depth", [200, 300, 400, 2_000])
+def test_a_schema_too_deep_to_compile_is_a_definition_error(depth: int) -> None:
+    with pytest.raises(ToolDefinitionError, match="invalid JSON Schema: "):
+        compile_validator(nested_schema(depth))
+
+
+def test_a_schema_that_contains_itself_is_a_definition_error() -> None:
+    schema: dict[str, Any] = {"type": "object"}
+    schema["properties"] = {"self": schema}
+    with pytest.raises(ToolDefinitionError, match=r"not JSON \(Circular reference detected\)"):
+        compile_validator(schema)
+
+
+class UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+
+class ExplodingText(str):
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        raise UnprintableError
+
+
+def test_an_exception_that_cannot_even_be_shown_is_named_by_its_type() -> None:
+    schema = {"properties": {"x": {"maxLength": 3}}}
+    assert errors_of({"x": ExplodingText("abcd")}, schema) == (
+        "arguments could not be checked against the schema: UnprintableError",
+    )
+
+
+def test_whatever_else_the_decoder_lets_out_is_an_arguments_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import trio_invoke._validate as module
+
+    class Decoder:
+        def decode(self, raw: str) -> Any:
+            raise MemoryError("out of memory")
+
+    monkeypatch.setattr(module, "_DECODER", Decoder())
+    with pytest.raises(
+        ArgumentsError, match=r"^invalid JSON arguments: MemoryError: out of memory$"
+    ):
+        parse_arguments('{"a": 1}')
+
+
+def test_only_the_numbers_too_large_are_named() -> None:
+    args = {"flag": True, "name": "n", "small": 3, "list": [1.5, BIG], "big": -BIG}
+    schema = {"properties": {"list": {"items": {"multipleOf": 0.5}}, "big": {"multipleOf": 0.5}}}
+    errors = errors_of(args, schema)
+    assert [e.split(" is ")[0] for e in errors] == ["field 'list[1]'", "field 'big'"]

@@ -1,8 +1,8 @@
 """trio_invoke: the tool-calling loop of an LLM agent, on Trio's structured concurrency.
 
 Everything public is importable from here; the private modules hold one idea each.
-``OpenAIChatClient`` needs the extra ``trio_invoke[openai]`` (httpx) and is imported on first use,
-so ``import trio_invoke`` works without httpx.
+``OpenAIChatClient`` needs the extra ``trio_invoke[openai]`` (httpx2) and is imported on first
+use, so ``import trio_invoke`` works without httpx2.
 """
 
 import contextlib as _contextlib
@@ -14,6 +14,10 @@ from typing import Any as _Any
 from ._accumulate import AccumulatedToolCall as AccumulatedToolCall
 from ._accumulate import ToolCallAccumulator as ToolCallAccumulator
 from ._client import ChatClient as ChatClient
+from ._content import ContentPart as ContentPart
+from ._content import ImagePart as ImagePart
+from ._content import RawPart as RawPart
+from ._content import TextPart as TextPart
 from ._exceptions import ApprovalError as ApprovalError
 from ._exceptions import ArgumentsError as ArgumentsError
 from ._exceptions import ChatClientError as ChatClientError
@@ -56,6 +60,8 @@ from ._tools import ToolDefinition as ToolDefinition
 from ._updates import AgentResponseUpdate as AgentResponseUpdate
 from ._updates import Error as Error
 from ._updates import Finish as Finish
+from ._updates import ProviderDataDelta as ProviderDataDelta
+from ._updates import ReasoningDelta as ReasoningDelta
 from ._updates import TextDelta as TextDelta
 from ._updates import ToolApprovalRequest as ToolApprovalRequest
 from ._updates import ToolCallArgs as ToolCallArgs
@@ -85,6 +91,7 @@ __all__ = [
     "ChatMessage",
     "ChatResponse",
     "ConfigurationError",
+    "ContentPart",
     "ConversationError",
     "Error",
     "Finish",
@@ -92,11 +99,15 @@ __all__ = [
     "FunctionInvokingChatClient",
     "FunctionTool",
     "HTTPStatusError",
+    "ImagePart",
     "InvocationStream",
     "MessageRole",
     "ModelConnectionError",
     "ModelResponseError",
     "ModelTimeoutError",
+    "ProviderDataDelta",
+    "RawPart",
+    "ReasoningDelta",
     "RunOptions",
     "ScriptExhaustedError",
     "ScriptedCall",
@@ -105,6 +116,7 @@ __all__ = [
     "StopLoop",
     "StreamProtocolError",
     "TextDelta",
+    "TextPart",
     "Tool",
     "ToolApprovalRequest",
     "ToolApprovalResponse",
@@ -149,7 +161,7 @@ del _name
 
 
 def __getattr__(name: str) -> _Any:
-    """Import ``OpenAIChatClient`` on first use; without httpx that raises an ``ImportError``
+    """Import ``OpenAIChatClient`` on first use; without httpx2 that raises an ``ImportError``
     naming the extra to install, ``trio_invoke[openai]``."""
     module_name = _LAZY.get(name)
     if module_name is None:

@@ -1,20 +1,35 @@
-"""Folding a streamed response into its text and its tool calls (sans-IO: no Trio here).
+"""Folding a streamed response into its assistant message (sans-IO: no Trio here).
 
 Models stream a tool call as ``ToolCallStart(id, name)``, any number of ``ToolCallArgs(id, piece)``
 and ``ToolCallEnd(id)``; several calls may be open at once, their pieces interleaved. The
 accumulator keys everything by call id and refuses updates that contradict each other instead of
 guessing: a piece for an id that never started is a :class:`StreamProtocolError`, not a merge.
+
+Besides text and calls it keeps what the assistant message must carry back to the provider:
+the reasoning (``ReasoningDelta`` pieces, joined, and the wire field they came in) and the
+provider-opaque data (``ProviderDataDelta`` pieces, merged per field and key into lists of JSON
+objects). :meth:`ToolCallAccumulator.message` builds the round's assistant message from all of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
+from ._content import json_copy
 from ._exceptions import StreamProtocolError
-from ._messages import ChatMessage, MessageRole, ToolCall
-from ._updates import AgentResponseUpdate, TextDelta, ToolCallArgs, ToolCallEnd, ToolCallStart
+from ._messages import REASONING_FIELDS, ChatMessage, MessageRole, ToolCall
+from ._updates import (
+    AgentResponseUpdate,
+    ProviderDataDelta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+)
 
 __all__ = ["AccumulatedToolCall", "ToolCallAccumulator"]
 
@@ -40,10 +55,22 @@ class ToolCallAccumulator:
     example after a cancellation), or :meth:`finish` at the end of the stream.
     """
 
-    __slots__ = ("_calls", "_ended", "_open", "_positions", "_text")
+    __slots__ = (
+        "_calls",
+        "_data",
+        "_ended",
+        "_open",
+        "_positions",
+        "_reasoning",
+        "_reasoning_field",
+        "_text",
+    )
 
     def __init__(self) -> None:
         self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._reasoning_field: str | None = None  # the wire field of the first piece that said
+        self._data: dict[str, dict[str, dict[str, Any]]] = {}  # field -> key -> item
         self._calls: dict[str, AccumulatedToolCall] = {}  # every started call, in call order
         self._open: dict[str, list[str]] = {}  # id -> argument pieces of calls still open
         self._positions: dict[str, int] = {}  # id -> place in call order
@@ -67,7 +94,25 @@ class ToolCallAccumulator:
             self._start(update)
         elif isinstance(update, ToolCallEnd):
             return self._end(update.id)
+        elif isinstance(update, ReasoningDelta):
+            self._reasoning.append(update.text)
+            if self._reasoning_field is None:
+                self._reasoning_field = update.field
+        elif isinstance(update, ProviderDataDelta):
+            self._merge(update)
         return None
+
+    def _merge(self, update: ProviderDataDelta) -> None:
+        items = self._data.setdefault(update.field, {})
+        item = items.get(update.key)
+        if item is None:
+            item = items[update.key] = {}
+        for name, value in update.update.items():
+            if (value is not None and value != "") or name not in item:  # keep what came
+                item[name] = json_copy(value, update.field)
+        for name, text in update.extend.items():
+            before = item.get(name)
+            item[name] = text if not isinstance(before, str) else before + text
 
     def _start(self, update: ToolCallStart) -> None:
         if update.id in self._calls:
@@ -103,6 +148,42 @@ class ToolCallAccumulator:
         return "".join(self._text)
 
     @property
+    def reasoning(self) -> str | None:
+        """The reasoning received so far, ``None`` if none came."""
+        return "".join(self._reasoning) if self._reasoning else None
+
+    @property
+    def provider_data(self) -> dict[str, list[dict[str, Any]]]:
+        """The provider-opaque data received so far: per field, its items (a copy)."""
+        return {
+            field: [json_copy(item, field) for item in items.values()]
+            for field, items in self._data.items()
+        }
+
+    def message(self, calls: Sequence[ToolCall] | None = None) -> ChatMessage | None:
+        """The assistant message of what was received: text, ``calls`` (default: the completed
+        ones), reasoning and provider data; ``None`` if the response held none of them.
+
+        Raises:
+            ValueError: provider data under a name the message models itself (``content``,
+                ``tool_calls``, ...).
+        """
+        if calls is None:
+            calls = self.completed()
+        text, reasoning = self.text, self.reasoning
+        if not (text or calls or reasoning is not None or self._data):
+            return None
+        field = self._reasoning_field or REASONING_FIELDS[0]
+        return ChatMessage(
+            MessageRole.ASSISTANT,
+            text,
+            tuple(calls) or None,
+            reasoning=reasoning,
+            reasoning_field=field,
+            provider_data=self.provider_data if self._data else None,
+        )
+
+    @property
     def open_ids(self) -> tuple[str, ...]:
         """Ids of calls that started and have not ended."""
         return tuple(self._open)
@@ -112,17 +193,6 @@ class ToolCallAccumulator:
         if self._ended == len(self._calls):
             return [call.to_tool_call() for call in self._calls.values()]
         return [c.to_tool_call() for c in self._calls.values() if c.id not in self._open]
-
-    def message(self, calls: Sequence[ToolCall] | None = None) -> ChatMessage | None:
-        """The assistant message of the response so far: its text and its calls (``calls``, as
-        :meth:`finish` or :meth:`completed` gave them, else the completed ones), or ``None``
-        when it has neither."""
-        text = self.text
-        if calls is None:
-            calls = self.completed()
-        if not text and not calls:
-            return None
-        return ChatMessage(MessageRole.ASSISTANT, text, tuple(calls) or None)
 
     def finish(self) -> list[ToolCall]:
         """The response is over: its calls, in call order.

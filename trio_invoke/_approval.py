@@ -20,14 +20,19 @@ import attrs
 from ._exceptions import ApprovalError, ConversationError
 from ._messages import ChatMessage, MessageRole, ToolCall
 from ._options import ToolApprovalResponse
+from ._text import digest_bytes
 
 __all__ = ["arguments_text", "call_digest", "match_approvals", "pending_calls"]
 
 
 def call_digest(call: ToolCall) -> str:
-    """A SHA-256 digest of ``call``'s id, tool name and arguments (hex)."""
+    """A SHA-256 digest of ``call``'s id, tool name and arguments (hex).
+
+    Defined for any text: lone surrogates are hashed as themselves, so two calls that differ
+    only there get different digests (see :func:`~trio_invoke._text.digest_bytes`).
+    """
     text = json.dumps([call.id, call.name, call.arguments], ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(digest_bytes(text)).hexdigest()
 
 
 def arguments_text(arguments: str | Mapping[str, Any]) -> str:

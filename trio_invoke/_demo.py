@@ -41,6 +41,7 @@ from ._updates import (
     AgentResponseUpdate,
     Error,
     Finish,
+    ReasoningDelta,
     TextDelta,
     ToolApprovalRequest,
     ToolCallArgs,
@@ -197,6 +198,12 @@ def _words(text: str) -> list[AgentResponseUpdate]:
     return [TextDelta(p + (" " if i < len(pieces) - 1 else "")) for i, p in enumerate(pieces)]
 
 
+def _thoughts(text: str) -> list[AgentResponseUpdate]:
+    """Reasoning as a thinking model streams it before its answer: a delta per word."""
+    pieces = text.split(" ")
+    return [ReasoningDelta(p + (" " if i < len(pieces) - 1 else "")) for i, p in enumerate(pieces)]
+
+
 def _call(call_id: str, name: str, arguments: str) -> list[AgentResponseUpdate]:
     half = len(arguments) // 2
     return [
@@ -212,6 +219,10 @@ def scripted_model(delay: float = 0.02) -> ScriptedChatClient:
     return ScriptedChatClient(
         [
             [
+                *_thoughts(
+                    "Two sums, the time and a listing: the calculator, the clock and the "
+                    "directory tool can all run at once."
+                ),
                 *_words("Four things at once: two sums, the clock and the directory."),
                 *_call("call_1", "calculate", '{"expression": "17 * 23 + 4"}'),
                 *_call("call_2", "calculate", '{"expression": "1 / 0"}'),
@@ -244,8 +255,12 @@ def _short(text: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_DIM, _PLAIN = "\x1b[2m", "\x1b[0m"
+
+
 class Printer:
-    """Prints a run's updates as they arrive."""
+    """Prints a run's updates as they arrive; the model's reasoning on lines of its own, after
+    ``thinking:``, dimmed on a terminal."""
 
     def __init__(self, out: Any = None) -> None:
         self.out = out or sys.stdout
@@ -254,6 +269,15 @@ class Printer:
         self.at_line_start = True
         self.batch: list[tuple[float, float]] = []
         """(start, end) in ``trio.current_time()`` of each call of the batch that is finishing."""
+        self.thinking = False
+        isatty = getattr(self.out, "isatty", None)
+        self.dim = bool(isatty and isatty()) and "NO_COLOR" not in os.environ
+
+    def _stop_thinking(self) -> None:
+        if self.thinking:
+            self.thinking = False
+            self.out.write((_PLAIN if self.dim else "") + "\n")
+            self.at_line_start = True
 
     def end_batch(self) -> None:
         """Print the line of the batch whose results came in, if any: its wall time (first
@@ -281,6 +305,7 @@ class Printer:
         self.at_line_start = text.endswith("\n")
 
     def line(self, text: str) -> None:
+        self._stop_thinking()
         if not self.at_line_start:
             self.out.write("\n")
         self.out.write(text + "\n")
@@ -288,9 +313,20 @@ class Printer:
         self.at_line_start = True
 
     def show(self, update: AgentResponseUpdate) -> None:
+        if self.thinking and not isinstance(update, ReasoningDelta):
+            self._stop_thinking()
         if not isinstance(update, ToolCalled):
             self.end_batch()
         match update:
+            case ReasoningDelta(text):
+                if not self.thinking:
+                    if not self.at_line_start:
+                        self.out.write("\n")
+                    self.out.write((_DIM if self.dim else "") + "  thinking: ")
+                    self.thinking = True
+                self.out.write(" ".join(text.split("\n")))
+                self.out.flush()
+                self.at_line_start = False
             case TextDelta(text):
                 self.out.write(text)
                 self.out.flush()
@@ -446,7 +482,7 @@ async def amain(
     async with contextlib.AsyncExitStack() as stack:
         model: ChatClient
         if args.base_url:
-            from .providers.openai._client import OpenAIChatClient  # noqa: PLC0415 -- needs the optional httpx
+            from .providers.openai._client import OpenAIChatClient  # noqa: PLC0415 -- needs the optional httpx2
 
             live = OpenAIChatClient(
                 args.model,

@@ -181,12 +181,13 @@ class StreamProtocolError(ChatClientError):
 
 class ModelConnectionError(ChatClientError):
     """The model server could not be reached, or the connection broke before the response was
-    complete. The httpx exception is ``__cause__``."""
+    complete. The httpx2 exception is ``__cause__``."""
 
 
 class ModelTimeoutError(ModelConnectionError, TimeoutError):
-    """The model server sent nothing for longer than the read timeout (or the connect, write or
-    pool timeout ran out). The httpx exception is ``__cause__``."""
+    """The model server sent nothing, or nothing but keep-alives, for longer than the read
+    timeout (or the connect, write or pool timeout ran out). The httpx2 exception, if there is
+    one, is ``__cause__``."""
 
 
 class ModelResponseError(ChatClientError):

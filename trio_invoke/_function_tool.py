@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, ove
 import attrs
 import trio
 
+from ._checks import check_seconds
 from ._exceptions import ToolDefinitionError
 from ._process import ProcessTarget, import_trio_parallel
 from ._schema import describe_function
@@ -63,7 +64,8 @@ class FunctionTool(Generic[P, R]):
             match ``^[a-zA-Z0-9_-]{1,64}$``, as OpenAI-compatible APIs require.
         description: What it does, for the model; the docstring's summary by default.
         requires_approval: Whether every call needs a human's approval first.
-        timeout: Seconds each call may run (overrides the client's ``tool_timeout``).
+        timeout: Seconds each call may run (overrides the client's ``tool_timeout``): a number
+            above 0 (``math.inf``: no limit), or ``None``.
         isolation: Where a sync function runs: ``"thread"`` (a worker thread) or ``"process"``
             (a worker process; needs the extra ``trio_invoke[process]``). See :func:`tool`.
         limiter: Caps how many calls of this tool run at once in threads (or in worker
@@ -76,6 +78,8 @@ class FunctionTool(Generic[P, R]):
             and the parameter), the name is not a valid tool name, ``isolation`` or ``limiter``
             does not fit the function, or a process tool's function cannot be sent to a
             worker process (the message says why).
+        ConfigurationError: ``timeout`` is NaN, 0, negative or not a number; the message names
+            the value.
         ImportError: ``isolation="process"`` without trio-parallel installed; the message
             names the extra, ``trio_invoke[process]``.
     """
@@ -131,16 +135,13 @@ class FunctionTool(Generic[P, R]):
                 f"@tool({option}) is for sync functions, and {what!r} is async: it runs in the "
                 "calling task, in no thread or process; make it a plain def"
             )
+        check_seconds("tool timeout", timeout)
         if isolation == "process":
             import_trio_parallel()  # here, not at the first call: a missing extra is found early
             process = ProcessTarget.of(func)
         described = describe_function(func)
         if process is not None:
             process.check_parameters()
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-        ):
-            raise ToolDefinitionError(f"tool timeout must be a number > 0 or None, got {timeout!r}")
         if name is None:
             name = getattr(func, "__name__", None)
             if not isinstance(name, str):
@@ -309,7 +310,8 @@ def tool(
         name: The tool's name; the function's ``__name__`` by default.
         description: The tool's description; the docstring's summary by default.
         requires_approval: Whether every call needs a human's approval first.
-        timeout: Seconds each call may run; overrides the client's ``tool_timeout``.
+        timeout: Seconds each call may run (overrides the client's ``tool_timeout``); see
+            :class:`FunctionTool`.
         isolation: For a sync function: ``"thread"`` (the default) or ``"process"``.
         limiter: For a sync function: this tool's own ``trio.CapacityLimiter`` on calls running
             at once (threads, or worker processes); ``None``: the defaults above (for
@@ -325,6 +327,7 @@ def tool(
             ``limiter=`` on an async function, and, for a process tool, a function that cannot
             be sent to a worker process (a lambda, a function defined inside another one, a
             callable that does not pickle, an Enum parameter type that does not pickle).
+        ConfigurationError: ``timeout`` is not a number above 0 or ``None``.
         ImportError: ``isolation="process"`` without trio-parallel, raised at decoration (so a
             missing extra shows when the module is imported, not as a failed call the model
             reads); the message names the extra, ``trio_invoke[process]``.

@@ -3,17 +3,66 @@
 Plain values (attrs, frozen) with a lossless mapping to and from the OpenAI chat-completions
 message format, so a transcript can be stored as JSON and sent to a model again later, possibly
 from another process.
+
+What providers send beyond text and tool calls has a place too:
+
+* ``ChatMessage.content`` is a ``str`` for text (nearly every message), or a tuple of content
+  parts (``_content``: text, images, anything else kept raw) when a message holds more.
+* ``ChatMessage.reasoning`` is the reasoning a thinking model streamed before its answer
+  (DeepSeek's and Qwen's ``reasoning_content``; vLLM's, Ollama's and OpenRouter's ``reasoning``),
+  with ``reasoning_field`` remembering which of the two names it came in, so it goes back the same.
+* ``provider_data`` -- on a message, a tool call and a content part -- holds every key of the
+  wire object that trio_invoke does not model, unchanged, by its name: OpenRouter's
+  ``reasoning_details`` (signed and encrypted reasoning that must go back during tool use),
+  Anthropic's signed ``thinking_blocks``, Gemini's ``extra_content`` on a tool call, a part's
+  ``cache_control``, ``refusal``, ``annotations`` or ``audio`` from a stored history. ``to_dict()``
+  writes them back beside the modelled keys. Each provider's client decides which of them its
+  API takes back (the OpenAI client sends ``reasoning_details`` to OpenRouter and nothing else);
+  the rest stay in the transcript. A model's stream delivers them as ``ProviderDataDelta``
+  updates, which the accumulator folds into the assistant message.
+
+The round trip is exact: ``ChatMessage.from_dict(m.to_dict()) == m`` for every message, and
+``ChatMessage.from_dict(d).to_dict() == d`` for every message ``d`` in the OpenAI format, with
+one normalisation: a key whose value is ``null`` is read as absent (``"content": null`` beside
+tool calls becomes ``""``), and a tool call's missing ``"type"`` is written as ``"function"``.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
-__all__ = ["ChatMessage", "FinishReason", "MessageRole", "ToolCall", "Usage"]
+from ._content import (
+    EMPTY,
+    ContentPart,
+    ImagePart,
+    RawPart,
+    TextPart,
+    json_copy,
+    json_object,
+    part_from_dict,
+    parts_text,
+    show,
+    to_parts,
+)
+from ._text import wire_json, wire_text
+
+__all__ = [
+    "REASONING_FIELDS",
+    "ChatMessage",
+    "FinishReason",
+    "MessageRole",
+    "ToolCall",
+    "Usage",
+]
+
+REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
+"""The wire names of a message's reasoning, in the order ``from_dict`` looks for them."""
+_MESSAGE_KEYS: Final = frozenset({"role", "content", "tool_calls", "name", "tool_call_id"})
+_CALL_KEYS: Final = frozenset({"id", "type", "function"})
 
 
 class MessageRole(enum.Enum):
@@ -23,6 +72,8 @@ class MessageRole(enum.Enum):
     """
 
     SYSTEM = "system"
+    DEVELOPER = "developer"
+    """OpenAI's successor of ``system`` for its reasoning models; other servers may not know it."""
     USER = "user"
     ASSISTANT = "assistant"
     TOOL = "tool"
@@ -57,6 +108,23 @@ class FinishReason(enum.Enum):
         return self.value
 
 
+def _preview(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _call_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if value is EMPTY or not value:  # the identity first: the common case, and the cheapest
+        return EMPTY
+    if not isinstance(value, Mapping):
+        raise ValueError(f"ToolCall.provider_data must be a mapping, got {_preview(value)}")
+    data = json_object({k: v for k, v in value.items() if v is not None}, "ToolCall.provider_data")
+    clash = sorted(_CALL_KEYS.intersection(data))
+    if clash:
+        raise ValueError(f"ToolCall.provider_data may not set {', '.join(map(repr, clash))}")
+    return data
+
+
 @attrs.frozen
 class ToolCall:
     """One call of a tool, as the model made it."""
@@ -67,62 +135,181 @@ class ToolCall:
     """The tool's name."""
     arguments: str
     """The raw JSON text of the arguments, exactly as the model sent it (possibly invalid)."""
+    provider_data: Mapping[str, Any] = attrs.field(
+        default=EMPTY, kw_only=True, converter=_call_extra, hash=False, repr=show
+    )
+    """Keys of the call object beyond ``id``, ``type`` and ``function`` (Gemini's
+    ``extra_content``, ...), kept unchanged; see the module docstring."""
 
     def to_dict(self) -> dict[str, Any]:
-        """This call in the OpenAI format (``{"id", "type": "function", "function": {...}}``)."""
-        return {
-            "id": self.id,
+        """This call in the OpenAI format (``{"id", "type": "function", "function": {...}}``).
+
+        Text that is not valid Unicode is made valid as :meth:`ChatMessage.to_dict` says.
+        """
+        data: dict[str, Any] = {
+            "id": wire_text(self.id),
             "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
+            "function": {"name": wire_text(self.name), "arguments": wire_text(self.arguments)},
         }
+        if self.provider_data:
+            data.update(wire_json(self.provider_data))
+        return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
-        """Read a call in the OpenAI format.
+    def from_dict(cls, data: Mapping[str, Any], where: str = "") -> ToolCall:
+        """Read a call in the OpenAI format. ``where`` says which call it is in error messages.
 
         Raises:
-            ValueError: ``data`` lacks ``id`` or ``function.name``, or a field has the wrong type.
+            ValueError: ``data`` is not an object, lacks ``id`` or ``function.name``, or a field
+                has the wrong type; the message names the field.
         """
+        at = f" (in {where})" if where else ""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a tool call must be an object, got {_preview(data)}{at}")
+        kind = data.get("type")
+        if kind is not None and kind != "function":
+            raise ValueError(f"tool call 'type' must be 'function', got {_preview(kind)}{at}")
         function = data.get("function")
         if not isinstance(function, Mapping):
-            raise ValueError(f"tool call needs a 'function' object, got {data!r}")
+            raise ValueError(f"tool call needs a 'function' object, got {_preview(data)}{at}")
         call_id, name = data.get("id"), function.get("name")
         arguments = function.get("arguments", "")
         if not isinstance(call_id, str):
-            raise ValueError(f"tool call 'id' must be a string, got {call_id!r}")
+            raise ValueError(f"tool call 'id' must be a string, got {_preview(call_id)}{at}")
         if not isinstance(name, str):
-            raise ValueError(f"tool call 'function.name' must be a string, got {name!r}")
+            raise ValueError(
+                f"tool call 'function.name' must be a string, got {_preview(name)}{at}"
+            )
         if arguments is None:
             arguments = ""
         if not isinstance(arguments, str):
             raise ValueError(
-                f"tool call 'function.arguments' must be a JSON string, got {arguments!r}"
+                f"tool call 'function.arguments' must be a JSON string, "
+                f"got {_preview(arguments)}{at}"
             )
-        return cls(id=call_id, name=name, arguments=arguments)
+        extra = {k: v for k, v in data.items() if k not in _CALL_KEYS and v is not None}
+        return cls(call_id, name, arguments, provider_data=_json(extra, "tool call", at))
+
+
+def _json(extra: dict[str, Any], what: str, at: str = "") -> dict[str, Any]:
+    try:
+        copied: dict[str, Any] = json_copy(extra, what)
+    except ValueError as exc:
+        raise ValueError(f"{exc}{at}") from None
+    return copied
 
 
 def _to_tool_calls(value: Iterable[ToolCall] | None) -> tuple[ToolCall, ...] | None:
     return None if value is None else tuple(value)
 
 
+def _to_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPart, ...]:
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, TextPart | ImagePart | RawPart):
+        return (value,)
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise TypeError(
+            "ChatMessage content must be a str or an iterable of content parts (TextPart, "
+            f"ImagePart, RawPart), got {_preview(value)}; read OpenAI-format messages with "
+            "ChatMessage.from_dict"
+        )
+    return to_parts(value)
+
+
+def _message_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if value is EMPTY or not value:
+        return EMPTY
+    if not isinstance(value, Mapping):
+        raise ValueError(f"ChatMessage.provider_data must be a mapping, got {_preview(value)}")
+    return json_object(
+        {k: v for k, v in value.items() if v is not None}, "ChatMessage.provider_data"
+    )
+
+
 @attrs.frozen
 class ChatMessage:
     """One message of a conversation.
 
-    Use the constructors for the common cases: ``ChatMessage.user("hi")``. The loop itself writes
-    assistant messages with ``tool_calls`` and ``TOOL`` messages that answer them.
+    Use the constructors for the common cases: ``ChatMessage.user("hi")``, or with an image
+    ``ChatMessage.user([TextPart("What is this?"), ImagePart(url="https://...")])``. The loop
+    itself writes assistant messages with ``tool_calls`` (and the model's ``reasoning``) and
+    ``TOOL`` messages that answer them.
+
+    Raises:
+        TypeError: ``content`` is neither a ``str`` nor content parts; ``reasoning`` is not a
+            ``str``.
+        ValueError: ``reasoning_field`` is not a known name, or ``provider_data`` holds a key
+            the message models itself, or a value that is not JSON.
     """
 
     role: MessageRole = attrs.field(converter=MessageRole)
     """Who wrote it."""
-    content: str = ""
-    """Its text; for a ``TOOL`` message, the tool's result."""
+    content: str | tuple[ContentPart, ...] = attrs.field(default="", converter=_to_content)
+    """Its text; for a ``TOOL`` message, the tool's result. A tuple of content parts when the
+    message holds more than text (images); :attr:`text` is the text either way."""
     tool_calls: tuple[ToolCall, ...] | None = attrs.field(default=None, converter=_to_tool_calls)
     """On an assistant message: the tools it calls, in call order. ``None`` when it calls none."""
     name: str | None = None
     """On a ``TOOL`` message: the tool's name (optional on the wire)."""
     tool_call_id: str | None = None
     """On a ``TOOL`` message: the id of the call it answers."""
+    reasoning: str | None = attrs.field(default=None, kw_only=True)
+    """On an assistant message: the reasoning the model streamed before (or between) its text
+    and calls, whole; ``None`` when it streamed none."""
+    reasoning_field: str = attrs.field(default="reasoning_content", kw_only=True)
+    """The wire name of :attr:`reasoning`: ``"reasoning_content"`` or ``"reasoning"``, the one it
+    came in, so that it goes back the same. Without reasoning, always the default."""
+    provider_data: Mapping[str, Any] = attrs.field(
+        default=EMPTY, kw_only=True, converter=_message_extra, hash=False, repr=show
+    )
+    """Keys of the wire message that trio_invoke does not model, by name, unchanged (JSON
+    values): OpenRouter's ``reasoning_details``, ... See the module docstring."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.reasoning is None and self.provider_data is EMPTY:  # a plain message: done
+            if self.reasoning_field != "reasoning_content":
+                object.__setattr__(self, "reasoning_field", "reasoning_content")
+            return
+        if self.reasoning is not None and not isinstance(self.reasoning, str):
+            raise TypeError(f"ChatMessage reasoning must be a str, got {_preview(self.reasoning)}")
+        if self.reasoning_field not in REASONING_FIELDS:
+            raise ValueError(
+                f"ChatMessage reasoning_field must be one of {', '.join(REASONING_FIELDS)}, "
+                f"got {self.reasoning_field!r}"
+            )
+        if self.reasoning is None:
+            object.__setattr__(self, "reasoning_field", "reasoning_content")
+        modelled = set(_MESSAGE_KEYS)
+        if self.reasoning is None:
+            modelled.update(REASONING_FIELDS)
+        else:
+            modelled.add(self.reasoning_field)
+        clash = sorted(modelled.intersection(self.provider_data))
+        if clash:
+            raise ValueError(
+                f"ChatMessage provider_data may not set {', '.join(map(repr, clash))}: the "
+                "message models it itself"
+            )
+        for name in REASONING_FIELDS:
+            if name in self.provider_data and not isinstance(self.provider_data[name], str):
+                raise ValueError(f"ChatMessage provider_data[{name!r}] must be a string")
+
+    @property
+    def text(self) -> str:
+        """The message's text: :attr:`content` itself, or the text of its text parts."""
+        content = self.content
+        return content if isinstance(content, str) else parts_text(content)
+
+    @property
+    def parts(self) -> tuple[ContentPart, ...]:
+        """The content as parts: a text message is one :class:`TextPart` (none when empty)."""
+        content = self.content
+        if isinstance(content, str):
+            return (TextPart(content),) if content else ()
+        return content
 
     @classmethod
     def system(cls, text: str) -> ChatMessage:
@@ -130,83 +317,142 @@ class ChatMessage:
         return cls(MessageRole.SYSTEM, text)
 
     @classmethod
-    def user(cls, text: str) -> ChatMessage:
-        """A user message."""
-        return cls(MessageRole.USER, text)
+    def developer(cls, text: str) -> ChatMessage:
+        """A developer message (OpenAI's name for system instructions to reasoning models)."""
+        return cls(MessageRole.DEVELOPER, text)
 
     @classmethod
-    def assistant(cls, text: str, tool_calls: Iterable[ToolCall] | None = None) -> ChatMessage:
-        """An assistant message, optionally with tool calls."""
-        return cls(MessageRole.ASSISTANT, text, tool_calls)
+    def user(cls, content: str | Iterable[ContentPart]) -> ChatMessage:
+        """A user message: text, or content parts (``[TextPart(...), ImagePart(...)]``)."""
+        return cls(MessageRole.USER, content)
 
     @classmethod
-    def tool_result(cls, call: ToolCall, result: str) -> ChatMessage:
-        """The ``TOOL`` message that answers ``call`` with ``result``."""
+    def assistant(
+        cls,
+        text: str,
+        tool_calls: Iterable[ToolCall] | None = None,
+        *,
+        reasoning: str | None = None,
+    ) -> ChatMessage:
+        """An assistant message, optionally with tool calls and the reasoning behind them."""
+        return cls(MessageRole.ASSISTANT, text, tool_calls, reasoning=reasoning)
+
+    @classmethod
+    def tool_result(cls, call: ToolCall, result: str | Iterable[ContentPart]) -> ChatMessage:
+        """The ``TOOL`` message that answers ``call`` with ``result`` (text, or content parts
+        when the tool returned an image)."""
         return cls(MessageRole.TOOL, result, name=call.name, tool_call_id=call.id)
 
     def to_dict(self) -> dict[str, Any]:
         """This message in the OpenAI chat-completions format.
 
         Keys whose value is ``None`` are left out; ``ChatMessage.from_dict(m.to_dict()) == m``
-        for every message (an empty ``tool_calls`` tuple stays an empty tuple).
+        for every message whose text is valid Unicode (an empty ``tool_calls`` tuple stays an
+        empty tuple). Content parts are written as a list of parts, the reasoning under
+        :attr:`reasoning_field`, and :attr:`provider_data` beside the rest.
+
+        Text that is not valid Unicode is made valid, exactly as it is sent to a model: a
+        surrogate pair held as two code points becomes its character, and a lone surrogate
+        (``os.listdir`` gives them for file names that are not UTF-8) becomes U+FFFD. So the
+        result always encodes as UTF-8 (``json.dumps(..., ensure_ascii=False).encode()``),
+        and what is stored is what the model saw.
         """
-        data: dict[str, Any] = {"role": self.role.value, "content": self.content}
+        content = self.content
+        data: dict[str, Any] = {
+            "role": self.role.value,
+            "content": (
+                wire_text(content) if isinstance(content, str) else [p.to_dict() for p in content]
+            ),
+        }
         if self.tool_calls is not None:
             data["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         if self.name is not None:
-            data["name"] = self.name
+            data["name"] = wire_text(self.name)
         if self.tool_call_id is not None:
-            data["tool_call_id"] = self.tool_call_id
+            data["tool_call_id"] = wire_text(self.tool_call_id)
+        if self.reasoning is not None:
+            data[self.reasoning_field] = wire_text(self.reasoning)
+        if self.provider_data:
+            data.update(wire_json(self.provider_data))
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ChatMessage:
         """Read a message in the OpenAI chat-completions format.
 
-        ``content`` may be a string, ``None`` (read as ``""``) or a list of text parts (joined).
+        ``content`` may be a string, ``None`` (read as ``""``) or a list of content parts (kept
+        as parts: text, images, and any other part as a :class:`RawPart`). The reasoning is read
+        from ``reasoning_content`` or ``reasoning``; every other key goes to ``provider_data``.
 
         Raises:
-            ValueError: the role is missing or unknown, or a field has the wrong type; the
-                message names the field.
+            ValueError: ``data`` is not an object, the role is missing or unknown, or a field
+                has the wrong shape; the message names the field.
         """
+        if not isinstance(data, Mapping):
+            raise ValueError(
+                f"a message must be a JSON object, got {type(data).__name__}: {_preview(data)}"
+            )
         role = data.get("role")
         try:
             message_role = MessageRole(role)
         except ValueError:
             known = ", ".join(repr(r.value) for r in MessageRole)
-            raise ValueError(f"message 'role' must be one of {known}, got {role!r}") from None
-        content = data.get("content")
-        if content is None:
+            raise ValueError(
+                f"message 'role' must be one of {known}, got {_preview(role)}"
+            ) from None
+        raw_content = data.get("content")
+        content: str | tuple[ContentPart, ...]
+        if raw_content is None:
             content = ""
-        elif isinstance(content, list):
-            content = "".join(_text_part(part) for part in content)
-        elif not isinstance(content, str):
-            raise ValueError(f"message 'content' must be a string, got {content!r}")
+        elif isinstance(raw_content, str):
+            content = raw_content
+        elif isinstance(raw_content, list | tuple):
+            content = tuple(
+                part_from_dict(part, f"content[{i}]") for i, part in enumerate(raw_content)
+            )
+        else:
+            raise ValueError(
+                "message 'content' must be a string or a list of content parts, "
+                f"got {_preview(raw_content)}"
+            )
         raw_calls = data.get("tool_calls")
         if raw_calls is not None and not isinstance(raw_calls, list | tuple):
-            raise ValueError(f"message 'tool_calls' must be a list, got {raw_calls!r}")
+            raise ValueError(f"message 'tool_calls' must be a list, got {_preview(raw_calls)}")
+        calls = None
+        if raw_calls is not None:
+            calls = tuple(
+                ToolCall.from_dict(c, f"'tool_calls[{i}]'") for i, c in enumerate(raw_calls)
+            )
         name, tool_call_id = data.get("name"), data.get("tool_call_id")
         for field, value in (("name", name), ("tool_call_id", tool_call_id)):
             if value is not None and not isinstance(value, str):
-                raise ValueError(f"message {field!r} must be a string, got {value!r}")
+                raise ValueError(f"message {field!r} must be a string, got {_preview(value)}")
+        reasoning: str | None = None
+        reasoning_field = REASONING_FIELDS[0]
+        extra: dict[str, Any] = {}
+        for field in REASONING_FIELDS:
+            value = data.get(field)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise ValueError(f"message {field!r} must be a string, got {_preview(value)}")
+            if reasoning is None:
+                reasoning, reasoning_field = value, field
+            else:
+                extra[field] = value  # both names: the second is kept as it is
+        for key, value in data.items():
+            if key not in _MESSAGE_KEYS and key not in REASONING_FIELDS and value is not None:
+                extra[key] = value
         return cls(
             message_role,
             content,
-            None if raw_calls is None else tuple(ToolCall.from_dict(c) for c in raw_calls),
+            calls,
             name=name,
             tool_call_id=tool_call_id,
+            reasoning=reasoning,
+            reasoning_field=reasoning_field,
+            provider_data=_json(extra, "message"),
         )
-
-
-def _text_part(part: object) -> str:
-    if (
-        isinstance(part, Mapping)
-        and part.get("type") == "text"
-        and isinstance(part.get("text"), str)
-    ):
-        text: str = part["text"]
-        return text
-    raise ValueError(f"message 'content' parts must be text parts, got {part!r}")
 
 
 @attrs.frozen

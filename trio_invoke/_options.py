@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 import trio
 
+from ._checks import check_count, check_seconds
+from ._exceptions import ConfigurationError
 from ._tools import Tool, ToolDefinition
 
 if TYPE_CHECKING:
@@ -17,21 +19,50 @@ if TYPE_CHECKING:
 __all__ = ["RunOptions", "ToolApprovalResponse"]
 
 
+def _of_type(*kinds: type, expected: str) -> Any:
+    """An attrs validator: the value is an instance of ``kinds`` (``None`` if listed)."""
+
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, kinds):
+            raise TypeError(
+                f"{type(instance).__name__} {attribute.name} must be {expected}, "
+                f"got {value!r} ({type(value).__name__})"
+            )
+
+    return check
+
+
+_NONE = type(None)
+
+
 @attrs.frozen
 class ToolApprovalResponse:
-    """A human's answer to a :class:`ToolApprovalRequest`, passed in on resume."""
+    """A human's answer to a :class:`ToolApprovalRequest`, passed in on resume.
 
-    call_id: str
+    Raises:
+        TypeError: a field has the wrong type (``approved="no"`` would otherwise approve); the
+            message names the field and the value.
+    """
+
+    call_id: str = attrs.field(validator=_of_type(str, expected="a str"))
     """The id of the call this answers (``request.call.id``)."""
-    approved: bool
+    approved: bool = attrs.field(validator=_of_type(bool, expected="True or False"))
     """``True`` runs the call; ``False`` answers it with a "rejected" error result."""
-    reason: str | None = None
+    reason: str | None = attrs.field(
+        default=None, validator=_of_type(str, _NONE, expected="a str or None")
+    )
     """Why it was rejected; shown to the model in the rejection result."""
-    digest: str | None = attrs.field(default=None, kw_only=True)
+    digest: str | None = attrs.field(
+        default=None, kw_only=True, validator=_of_type(str, _NONE, expected="a str or None")
+    )
     """The request's digest of the call (``request.approve()`` and ``request.reject()`` fill it
     in). On resume a digest that does not match the call in the conversation is an
     :class:`ApprovalError`; ``None`` skips the check."""
-    arguments: str | Mapping[str, Any] | None = attrs.field(default=None, kw_only=True)
+    arguments: str | Mapping[str, Any] | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=_of_type(str, Mapping, _NONE, expected="JSON text, a mapping or None"),
+    )
     """Replacement arguments for an approved call (JSON text or a mapping), validated like the
     model's; the tool message records them. ``None`` keeps the model's arguments."""
 
@@ -67,11 +98,43 @@ def _middleware(value: Iterable[ToolMiddleware] | None) -> tuple[ToolMiddleware,
 
 
 def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"RunOptions model_options must be a mapping, got {value!r}")
     return MappingProxyType(dict(value))
 
 
 def _tool_choice(value: str | Mapping[str, Any] | None) -> str | Mapping[str, Any] | None:
-    return value if value is None or isinstance(value, str) else _read_only(value)
+    if value is None or isinstance(value, str):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"RunOptions tool_choice must be a str, a mapping or None, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    return MappingProxyType(dict(value))
+
+
+def _unique_names(
+    instance: RunOptions, attribute: attrs.Attribute[Any], value: tuple[Any, ...]
+) -> None:
+    seen: set[str] = set()
+    for tool in value:
+        name = getattr(tool, "name", None)
+        if not isinstance(name, str):
+            continue  # not a tool at all: the loop that runs it says so
+        if name in seen:
+            raise ConfigurationError(
+                f"RunOptions provider_tools has two tools named {name!r}; names must be unique"
+            )
+        seen.add(name)
+
+
+def _seconds(instance: RunOptions, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_seconds(f"RunOptions {attribute.name}", value)
+
+
+def _count(instance: RunOptions, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_count(f"RunOptions {attribute.name}", value)
 
 
 @attrs.frozen(kw_only=True)
@@ -82,16 +145,30 @@ class RunOptions:
 
         options = RunOptions(cancel_scope=trio.CancelScope())
         resume = RunOptions(tool_approval_responses=[request.approve()])
+
+    Values are checked as they are given (also by :meth:`evolve`).
+
+    Raises:
+        ConfigurationError: a bad ``tool_timeout`` or ``max_tool_calls``, or two
+            ``provider_tools`` with one name; the message names the value.
+        TypeError: a field of the wrong type (an answer that is not a
+            :class:`ToolApprovalResponse`, a ``cancel_scope`` that is not a
+            :class:`trio.CancelScope`...); the message names the field and the value.
     """
 
     tool_approval_responses: tuple[ToolApprovalResponse, ...] = attrs.field(
         default=(), converter=_responses
     )
     """Answers to the approval requests of an earlier run, whose messages this run continues."""
-    provider_tools: tuple[Tool, ...] = attrs.field(default=(), converter=_tools)
+    provider_tools: tuple[Tool, ...] = attrs.field(
+        default=(), converter=_tools, validator=_unique_names
+    )
     """Tools for this run only. They add to the client's tools; one with the name of an existing
-    tool replaces it only if it requires approval (the safer version wins)."""
-    cancel_scope: trio.CancelScope | None = None
+    tool replaces it only if it requires approval (the safer version wins). Two with one name
+    are a :class:`ConfigurationError`."""
+    cancel_scope: trio.CancelScope | None = attrs.field(
+        default=None, validator=_of_type(trio.CancelScope, _NONE, expected="a trio.CancelScope")
+    )
     """Cancel the run from anywhere with ``cancel_scope.cancel()`` (or a deadline): the model
     stream and the tools stop promptly, the stream ends with ``Error("cancelled")`` and the
     transcript stays valid. A scope can be entered once, so use a fresh scope per run."""
@@ -106,7 +183,9 @@ class RunOptions:
     leaves it to the provider. Sent as the request's ``tool_choice``. Under
     :class:`FunctionInvokingChatClient` a choice that forces a call (``"required"`` or one named
     tool) applies to the first round only, so that the model can answer afterwards."""
-    parallel_tool_calls: bool | None = None
+    parallel_tool_calls: bool | None = attrs.field(
+        default=None, validator=_of_type(bool, _NONE, expected="True, False or None")
+    )
     """Whether the model may call several tools in one response. ``None`` (the default) leaves it
     to the provider. Sent as the request's ``parallel_tool_calls``."""
     model_options: Mapping[str, Any] = attrs.field(factory=dict, converter=_read_only, hash=False)
@@ -115,12 +194,15 @@ class RunOptions:
     to its inner client every round; :class:`OpenAIChatClient` merges them into the request body
     (over its own ``model_options``)."""
 
-    tool_timeout: float | None = None
+    tool_timeout: float | None = attrs.field(default=None, validator=_seconds)
     """Seconds each tool call of this run may run, overriding the client's ``tool_timeout`` (a
-    tool's own ``timeout`` still wins). ``None``: the client's setting."""
-    max_tool_calls: int | None = None
-    """The most tool calls this run executes, overriding the client's ``max_tool_calls``.
-    ``None``: the client's setting."""
+    tool's own ``timeout`` still wins): a number above 0 (``math.inf``: no limit). ``None``: the
+    client's setting. NaN, 0, a negative number or a non-number is a
+    :class:`ConfigurationError`."""
+    max_tool_calls: int | None = attrs.field(default=None, validator=_count)
+    """The most tool calls this run executes, overriding the client's ``max_tool_calls``: an
+    integer of at least 0. ``None``: the client's setting. Anything else is a
+    :class:`ConfigurationError`."""
 
     approval: Literal["batch", "per_call"] | None = None
     """How a batch that needs approval pauses in this run, overriding the client's ``approval``

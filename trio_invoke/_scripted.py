@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+import math
+import typing
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 import attrs
 import trio
 
-from ._exceptions import ScriptExhaustedError
+from ._exceptions import ConfigurationError, ScriptExhaustedError
 from ._messages import ChatMessage, FinishReason
 from ._options import RunOptions
 from ._updates import AgentResponseUpdate, Finish, TextDelta
 
-__all__ = ["ScriptedCall", "ScriptedChatClient", "ScriptedResponse"]
+__all__ = ["ScriptedCall", "ScriptedChatClient", "ScriptedItem", "ScriptedResponse"]
 
-ScriptedResponse: TypeAlias = str | Sequence[AgentResponseUpdate | BaseException]
-"""One scripted response: a list of updates to stream (an exception in the list is raised when
-it is reached), or a plain string, short for ``[TextDelta(s), Finish(FinishReason.STOP)]``."""
+ScriptedItem: TypeAlias = AgentResponseUpdate | BaseException | str
+"""One item of a scripted response: an update to stream; an exception to raise when the stream
+reaches it; or a string, short for ``TextDelta(s)``."""
+
+ScriptedResponse: TypeAlias = str | Sequence[ScriptedItem]
+"""One scripted response: a list of items to stream (updates; exceptions, raised when the stream
+reaches them; strings, short for ``TextDelta(s)``), or a plain string, short for
+``[TextDelta(s), Finish(FinishReason.STOP)]``."""
+
+_UPDATE_TYPES: tuple[type, ...] = typing.get_args(AgentResponseUpdate)
 
 
 @attrs.frozen
@@ -37,16 +46,75 @@ def text_response(text: str) -> tuple[AgentResponseUpdate, ...]:
     return (TextDelta(text), Finish(FinishReason.STOP))
 
 
-def _normalise(response: ScriptedResponse) -> tuple[AgentResponseUpdate | BaseException, ...]:
+def _describe(value: object) -> str:
+    if value is None:
+        return "None"
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"a {type(value).__name__} ({text})"
+
+
+def checked_item(item: object, where: str) -> AgentResponseUpdate | BaseException:
+    """``item`` as something a replay can stream or raise; a str becomes a ``TextDelta``.
+
+    Raises:
+        TypeError: ``item`` is not an update, an exception or a str; the message says
+            ``where`` it is and what it is.
+    """
+    if isinstance(item, _UPDATE_TYPES):
+        return cast("AgentResponseUpdate", item)
+    if isinstance(item, str):
+        return TextDelta(item)
+    if isinstance(item, BaseException):
+        return item
+    if isinstance(item, type) and issubclass(item, BaseException):
+        raise TypeError(
+            f"{where} is the exception class {item.__name__}; put an instance there: "
+            f"{item.__name__}(...)"
+        )
+    raise TypeError(
+        f"{where} is {_describe(item)}, not an update (TextDelta, ToolCallStart, Finish, ...), "
+        "an exception or a str"
+    )
+
+
+def _normalise(response: object, index: int) -> tuple[AgentResponseUpdate | BaseException, ...]:
     if isinstance(response, str):
         return text_response(response)
-    return tuple(response)
+    if isinstance(response, Mapping | bytes | bytearray) or not isinstance(response, Iterable):
+        hint = (
+            " (for one response, put its updates in a list of their own: "
+            "ScriptedChatClient([[...]]))"
+            if isinstance(response, _UPDATE_TYPES)
+            else ""
+        )
+        raise TypeError(
+            f"ScriptedChatClient response {index} is {_describe(response)}, not a str or a "
+            f"list of updates{hint}"
+        )
+    where = f"ScriptedChatClient response {index}, item {{}},"
+    return tuple(checked_item(item, where.format(i)) for i, item in enumerate(response))
 
 
 def _normalise_all(
     responses: Iterable[ScriptedResponse],
 ) -> tuple[tuple[AgentResponseUpdate | BaseException, ...], ...]:
-    return tuple(_normalise(r) for r in responses)
+    if isinstance(responses, str | Mapping) or not isinstance(responses, Iterable):
+        raise TypeError(
+            f"ScriptedChatClient takes a list of responses, not {_describe(responses)}: for "
+            "one text answer, ScriptedChatClient(['...'])"
+        )
+    return tuple(_normalise(r, i) for i, r in enumerate(responses))
+
+
+def check_delay(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    """An attrs validator: ``value`` is a finite number of seconds, at least 0."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+        raise ConfigurationError(
+            f"{type(instance).__name__} {attribute.name} must be a finite number of seconds "
+            f">= 0, got {value!r}"
+        )
 
 
 @attrs.define
@@ -63,13 +131,20 @@ class ScriptedChatClient:
 
     Each call is recorded in :attr:`calls`. A call past the end of the script raises
     :class:`ScriptExhaustedError`.
+
+    Raises:
+        TypeError: at construction, for a script that cannot be replayed: ``responses`` is not
+            a list of responses, a response is neither a str nor a list, or an item is not an
+            update, an exception or a str (``None``, a dict...); the message names the
+            response's and the item's index and what it is.
+        ConfigurationError: ``delay`` is negative, NaN, infinite or not a number.
     """
 
     responses: tuple[tuple[AgentResponseUpdate | BaseException, ...], ...] = attrs.field(
         converter=_normalise_all
     )
     """The script: one entry per model call."""
-    delay: float = attrs.field(default=0.0, kw_only=True)
+    delay: float = attrs.field(default=0.0, kw_only=True, validator=check_delay)
     """Seconds to sleep before each update (``trio.sleep``; use a virtual clock in tests)."""
     calls: list[ScriptedCall] = attrs.field(factory=list, init=False)
     """One record per call so far, in order."""
@@ -95,24 +170,37 @@ class ScriptedChatClient:
         yield _Replay(iter(self.responses[index]), self.delay)
 
 
+_END = object()
+
+
 class _Replay:
-    """An async iterator over one scripted response."""
+    """An async iterator over one response's items; ``check`` vets each one as it comes."""
 
-    __slots__ = ("_delay", "_items")
+    __slots__ = ("_check", "_delay", "_index", "_items")
 
-    def __init__(self, items: Iterable[AgentResponseUpdate | BaseException], delay: float) -> None:
+    def __init__(
+        self,
+        items: Iterable[object],
+        delay: float,
+        check: Callable[[object, int], AgentResponseUpdate | BaseException] | None = None,
+    ) -> None:
         self._items = iter(items)
         self._delay = delay
+        self._check = check
+        self._index = 0
 
     def __aiter__(self) -> _Replay:
         return self
 
     async def __anext__(self) -> AgentResponseUpdate:
-        item = next(self._items, None)
-        if item is None:
+        item = next(self._items, _END)
+        if item is _END:
             raise StopAsyncIteration
+        if self._check is not None:
+            item = self._check(item, self._index)
+        self._index += 1
         if self._delay:
             await trio.sleep(self._delay)
         if isinstance(item, BaseException):
             raise item
-        return item
+        return cast("AgentResponseUpdate", item)

@@ -3,6 +3,8 @@
 Match on them::
 
     match update:
+        case ReasoningDelta(text):
+            print(f"\x1b[2m{text}\x1b[0m", end="")  # dimmed
         case TextDelta(text):
             print(text, end="")
         case ToolCalled(call, result, is_error):
@@ -20,7 +22,8 @@ from typing import Any, TypeAlias
 import attrs
 
 from ._approval import call_digest
-from ._messages import FinishReason, ToolCall, Usage
+from ._content import EMPTY, ContentPart, json_object, to_parts
+from ._messages import REASONING_FIELDS, FinishReason, ToolCall, Usage
 from ._options import ToolApprovalResponse
 
 __all__ = [
@@ -28,6 +31,8 @@ __all__ = [
     "AgentResponseUpdate",
     "Error",
     "Finish",
+    "ProviderDataDelta",
+    "ReasoningDelta",
     "TextDelta",
     "ToolApprovalRequest",
     "ToolCallArgs",
@@ -43,6 +48,66 @@ class TextDelta:
 
     text: str
     """The piece, as it arrived."""
+
+
+def _reasoning_field(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and value not in REASONING_FIELDS:
+        raise ValueError(
+            f"ReasoningDelta field must be None or one of {', '.join(REASONING_FIELDS)}, "
+            f"got {value!r}"
+        )
+
+
+@attrs.frozen
+class ReasoningDelta:
+    """A piece of the model's reasoning (its "thinking"), streamed before or between its text.
+
+    The round's assistant message keeps the pieces joined as ``ChatMessage.reasoning``.
+    """
+
+    text: str
+    """The piece, as it arrived."""
+    field: str | None = attrs.field(default=None, kw_only=True, validator=_reasoning_field)
+    """The wire field it came in (``"reasoning_content"`` or ``"reasoning"``), so that it goes
+    back in the same one; ``None`` when the provider has no such field."""
+
+
+def _update_values(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return json_object(value, "ProviderDataDelta.update")
+
+
+def _extend_values(value: Mapping[str, str] | None) -> Mapping[str, str]:
+    data = json_object(value, "ProviderDataDelta.extend")
+    for key, text in data.items():
+        if not isinstance(text, str):
+            raise ValueError(f"ProviderDataDelta.extend[{key!r}] must be a str, got {text!r}")
+    return data
+
+
+@attrs.frozen
+class ProviderDataDelta:
+    """A piece of provider-opaque data for the response's assistant message: something the
+    provider needs back unchanged in later requests (OpenRouter's ``reasoning_details``,
+    Anthropic's signed thinking blocks), which the caller need not read.
+
+    The accumulator collects, per ``field``, a list of JSON objects, one per ``key`` in the order
+    the keys first came: each piece sets the item's ``update`` values (``None`` and ``""`` never
+    replace a value) and appends each ``extend`` text to the item's string of that name. The
+    list ends up in ``ChatMessage.provider_data[field]``.
+    """
+
+    field: str
+    """The name under which the list goes back (``"reasoning_details"``)."""
+    key: str
+    """Which item of the list the piece belongs to; a new key starts a new item."""
+    update: Mapping[str, Any] = attrs.field(
+        default=EMPTY, kw_only=True, converter=_update_values, hash=False
+    )
+    """Values the item takes (JSON)."""
+    extend: Mapping[str, str] = attrs.field(
+        default=EMPTY, kw_only=True, converter=_extend_values, hash=False
+    )
+    """Text appended to the item's strings of these names (streamed text, a signature)."""
 
 
 @attrs.frozen
@@ -165,6 +230,15 @@ class ToolCalled:
     """Seconds (``trio.current_time()``) from the call's start to its result; 0 if it never ran."""
     exception: BaseException | None = attrs.field(default=None, kw_only=True, eq=False)
     """The exception the tool raised (or the argument error), ``None`` when it succeeded."""
+    parts: tuple[ContentPart, ...] = attrs.field(default=(), kw_only=True, converter=to_parts)
+    """The result as content parts, when the tool returned an image (or parts): the tool
+    message holds these, and :attr:`result` is their text with ``[image]`` for each image.
+    Empty for a text result."""
+
+    @property
+    def content(self) -> str | tuple[ContentPart, ...]:
+        """What the tool message holds: :attr:`parts` if there are any, else :attr:`result`."""
+        return self.parts if self.parts else self.result
 
 
 @attrs.frozen
@@ -187,6 +261,8 @@ class Error:
 
 AgentResponseUpdate: TypeAlias = (
     TextDelta
+    | ReasoningDelta
+    | ProviderDataDelta
     | ToolCallStart
     | ToolCallArgs
     | ToolCallEnd
@@ -197,6 +273,14 @@ AgentResponseUpdate: TypeAlias = (
 )
 """Any update a chat client or the loop streams."""
 
-MODEL_UPDATES: tuple[type, ...] = (TextDelta, ToolCallStart, ToolCallArgs, ToolCallEnd, Finish)
+MODEL_UPDATES: tuple[type, ...] = (
+    TextDelta,
+    ReasoningDelta,
+    ProviderDataDelta,
+    ToolCallStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    Finish,
+)
 """The updates a model's response consists of: what an inner chat client may stream. The others
 (``ToolApprovalRequest``, ``ToolCalled``, ``Error``) only the loop sends."""

@@ -17,6 +17,17 @@ JSON types follow fastjsonschema's default draft (2019-09; the ``type`` keyword 
 draft 6 and later): ``integer`` accepts a float with no fractional part (``1.0``), ``number`` and
 ``integer`` never accept a boolean. A schema that declares draft 4 in ``$schema`` gets draft 4's
 rule (no floats for ``integer``) in both layers.
+
+Dialects: fastjsonschema implements drafts 4, 6 and 7. The keywords of 2019-09 and 2020-12 that
+it lacks (``prefixItems``, ``dependentRequired``, ``$anchor``, a ``$ref`` beside other keywords,
+...) are rewritten into their draft 7 forms before it compiles the schema, so they are checked as
+their draft defines them (the list, and what is not checked, is in ``_dialect``).
+
+Validation never raises anything but :class:`ArgumentsError`: whatever goes wrong while checking
+(a recursive ``$ref`` that recurses past Python's limit on deeply nested arguments, a number too
+large for ``multipleOf``'s float arithmetic, any exception from fastjsonschema's generated code)
+becomes an :class:`ArgumentsError` that names the problem, so a call with such arguments gets an
+error result like any invalid call.
 """
 
 from __future__ import annotations
@@ -24,11 +35,13 @@ from __future__ import annotations
 import decimal
 import functools
 import json
+import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 import fastjsonschema
 
+from ._dialect import for_fastjsonschema, ref_overrides_siblings
 from ._exceptions import ArgumentsError, ToolDefinitionError
 
 __all__ = [
@@ -81,8 +94,30 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+def _finite_float(text: str) -> float:
+    # json.loads reads 1e400 as inf: a number no tool can be given, refused like Infinity.
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{_preview(text)} is out of range (it overflows a 64-bit float)")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 """One decoder for every call: ``json.loads`` with a keyword argument builds a new one."""
+
+
+def _preview(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-(limit // 2) :]}"
+
+
+def _describe(exc: BaseException) -> str:
+    """``"TypeName: message"``, even for an exception whose ``__str__`` raises."""
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__ must not hide the error itself
+        message = ""
+    name = type(exc).__name__
+    return f"{name}: {_preview(message, 200)}" if message else name
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:
@@ -99,9 +134,13 @@ def parse_arguments(raw: str) -> dict[str, Any]:
 
     Raises:
         ArgumentsError: ``raw`` is not valid JSON (``"invalid JSON arguments: <reason>"``;
-            ``NaN`` and ``Infinity`` count as invalid), or it is JSON but not an object
-            (``"arguments must be a JSON object, got array"``).
+            ``NaN``, ``Infinity`` and number literals that overflow a float, such as ``1e400``,
+            count as invalid), or it is JSON but not an object
+            (``"arguments must be a JSON object, got array"``), or it is not a string at all.
+            Nothing else is ever raised.
     """
+    if not isinstance(raw, str):
+        raise ArgumentsError([f"arguments must be JSON text, got {type(raw).__name__}"])
     if not raw or raw.isspace():
         return {}
     try:
@@ -110,6 +149,8 @@ def parse_arguments(raw: str) -> dict[str, Any]:
         raise ArgumentsError([f"invalid JSON arguments: {exc}"]) from exc
     except RecursionError as exc:
         raise ArgumentsError(["invalid JSON arguments: nested too deeply"]) from exc
+    except Exception as exc:  # MemoryError, or whatever else the decoder lets out
+        raise ArgumentsError([f"invalid JSON arguments: {_describe(exc)}"]) from exc
     if not isinstance(value, dict):
         raise ArgumentsError([_not_an_object(value)])
     return value
@@ -154,8 +195,9 @@ class _SeedChecks:
         self._types: dict[str, tuple[str, ...]] = {}
         properties = schema.get("properties")
         if isinstance(properties, Mapping):
+            ref_overrides = ref_overrides_siblings(schema)
             for field, subschema in properties.items():
-                types = _declared_types(subschema)
+                types = _declared_types(subschema, ref_overrides=ref_overrides)
                 if types is not None:
                     self._types[field] = types
         draft = schema.get("$schema")
@@ -175,14 +217,15 @@ class _SeedChecks:
         return errors
 
 
-def _declared_types(subschema: object) -> tuple[str, ...] | None:
+def _declared_types(subschema: object, *, ref_overrides: bool) -> tuple[str, ...] | None:
     """The JSON types a property's schema declares, or ``None`` when the seed does not check it.
 
     Unchecked: no ``type``, a ``type`` naming something that is not a JSON type (fastjsonschema
-    rejects such a schema when it compiles it), and a ``$ref`` beside ``type`` (the reference
-    overrides its siblings, in fastjsonschema as in the drafts it implements).
+    rejects such a schema when it compiles it), and, when ``ref_overrides``, a ``$ref`` beside
+    ``type`` (the reference overrides its siblings in drafts 4 to 7, and in fastjsonschema
+    without ``$schema``; in 2019-09 and 2020-12 both apply).
     """
-    if not isinstance(subschema, Mapping) or "$ref" in subschema:
+    if not isinstance(subschema, Mapping) or (ref_overrides and "$ref" in subschema):
         return None
     declared = subschema.get("type")
     types = [declared] if isinstance(declared, str) else declared
@@ -256,9 +299,76 @@ def _schema_error(name: str) -> str:
 def _value_error(exc: fastjsonschema.JsonSchemaValueException) -> str:
     # "data.unit must be one of ['c', 'f']" -> "field 'unit' must be one of ['c', 'f']"
     name = exc.name
+    if exc.rule == "multipleOf" and "inifinity" in exc.message:  # sic, fastjsonschema's text
+        subject = _schema_error(name) if name is not None else "a number"
+        return (
+            f"{subject} is too large to check against multipleOf {exc.rule_definition!r} "
+            "(the quotient overflows a float)"
+        )
     if name is not None and exc.message.startswith(name):
         return _schema_error(name) + exc.message[len(name) :]
+    if name is not None:
+        return f"{_schema_error(name)}: {exc.message}"
     return exc.message
+
+
+def _unrepresentable(value: object) -> str | None:
+    """Why a number cannot take part in float arithmetic, or ``None`` if it can."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"is {value!r}, not a JSON number"
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    try:
+        float(value)
+    except OverflowError:
+        return "is a number too large to check against the schema"
+    return None
+
+
+def _overflow_messages(args: object, exc: OverflowError, limit: int = 5) -> list[str]:
+    """A message for each number in ``args`` that no float can hold (the first ``limit``).
+
+    Iterative, so that arguments nested past the recursion limit are walked too.
+    """
+    found: list[str] = []
+    stack: list[tuple[object, str]] = [(args, "data")]
+    while stack and len(found) < limit:
+        value, name = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((v, f"{name}.{k}") for k, v in reversed(value.items()))
+        elif isinstance(value, list | tuple):
+            stack.extend((v, f"{name}[{i}]") for i, v in reversed(list(enumerate(value))))
+        elif (why := _unrepresentable(value)) is not None:
+            found.append(
+                f"{_schema_error(name)} {why} (it overflows a 64-bit float: {_describe(exc)})"
+            )
+    return found
+
+
+def _unexpected_error(exc: Exception, args: object) -> list[str]:
+    """Messages for an exception the validator raised instead of reporting a violation."""
+    if isinstance(exc, RecursionError):
+        return [
+            "arguments are nested too deeply to check against the schema (its recursive $ref "
+            "went past Python's recursion limit)"
+        ]
+    if isinstance(exc, OverflowError):
+        return _overflow_messages(args, exc) or [
+            "a number is too large to check against the schema's multipleOf "
+            f"(it overflows a 64-bit float: {_describe(exc)})"
+        ]
+    return [f"arguments could not be checked against the schema: {_describe(exc)}"]
+
+
+def _definition_error(exc: Exception) -> ToolDefinitionError:
+    if isinstance(exc, fastjsonschema.JsonSchemaDefinitionException | ToolDefinitionError):
+        text = str(exc)
+    elif isinstance(exc, RecursionError):
+        text = "nested too deeply to compile"
+    else:  # fastjsonschema lets AttributeError, TypeError... escape
+        text = _describe(exc)
+    text = text.removeprefix("invalid JSON Schema: ")
+    return ToolDefinitionError(f"invalid JSON Schema: {text}")
 
 
 class _Validator:
@@ -266,11 +376,13 @@ class _Validator:
 
     __slots__ = ("_full", "_seed", "schema")
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any], prepared: dict[str, Any]) -> None:
+        # ``prepared``: an equal copy of ``schema`` (fastjsonschema rewrites the $refs of what
+        # it compiles in place), rewritten into the draft 7 forms fastjsonschema checks.
         self.schema = schema
         try:
             self._full = fastjsonschema.compile(
-                schema,
+                for_fastjsonschema(prepared),
                 handlers=_NO_REMOTE_REFS,
                 # Validation only checks: it never fills in defaults (the tool's own defaults
                 # apply) and never changes the caller's arguments.
@@ -278,13 +390,19 @@ class _Validator:
                 # Report every problem, as the seed's checks do.
                 fast_fail=False,
             )
-        except fastjsonschema.JsonSchemaDefinitionException as exc:
-            raise ToolDefinitionError(f"invalid JSON Schema: {exc}") from exc
         except Exception as exc:  # fastjsonschema lets re.error, AttributeError... escape
-            raise ToolDefinitionError(f"invalid JSON Schema: {exc} ({type(exc).__name__})") from exc
+            raise _definition_error(exc) from exc
         self._seed = _SeedChecks(schema)
 
     def __call__(self, args: Any) -> None:
+        try:
+            self._check(args)
+        except ArgumentsError:
+            raise
+        except Exception as exc:  # RecursionError, OverflowError, ZeroDivisionError...
+            raise ArgumentsError(_unexpected_error(exc, args)) from exc
+
+    def _check(self, args: Any) -> None:
         if isinstance(args, dict):
             # For an object, fastjsonschema checks all that the seed's checks do: when it passes
             # there is nothing to report; when it fails, the seed's messages come first below.
@@ -319,14 +437,35 @@ def _canonical(schema: Mapping[str, Any]) -> str:
         raise ToolDefinitionError(f"a JSON Schema must be a mapping, got {type(schema).__name__}")
     try:
         return json.dumps(schema, sort_keys=True, default=plain, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except ValueError as exc:  # NaN or infinity, or a schema that contains itself
+        where = _non_finite(schema)
+        problem = f"{where[1]!r} at {where[0]} is not a JSON number: " if where else ""
+        raise ToolDefinitionError(f"invalid JSON Schema: not JSON ({problem}{exc})") from exc
+    except (TypeError, RecursionError) as exc:
         raise ToolDefinitionError(f"invalid JSON Schema: not JSON ({exc})") from exc
+
+
+def _non_finite(schema: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The JSON pointer and value of the first NaN or infinity in ``schema``, if any."""
+    stack: list[tuple[object, str]] = [(schema, "#")]
+    seen: set[int] = set()  # a schema that contains itself is not JSON either
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return where, value
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, Mapping):
+            stack.extend((v, f"{where}/{k}") for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, f"{where}/{i}") for i, v in enumerate(value))
+    return None
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _validator_for(canonical: str) -> _Validator:
-    schema: dict[str, Any] = json.loads(canonical)
-    return _Validator(schema)
+    return _Validator(json.loads(canonical), json.loads(canonical))
 
 
 def compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], None]:
@@ -354,10 +493,19 @@ def compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], None]:
         ToolDefinitionError: ``schema`` is not valid JSON Schema (or not JSON at all); the
             message names the problem. Raised here, never by the returned validator.
 
-    The returned validator raises :class:`ArgumentsError` whose ``errors`` name the field and the
-    problem: the basic checks' own messages, and fastjsonschema's with the subject rewritten
-    (``"field 'unit' must be one of ['c', 'f']"``, ``"field 'loc.lat' must be number"``,
-    ``"arguments must not contain {'x'} properties"``).
+    The returned validator raises :class:`ArgumentsError`, and nothing else, whose ``errors``
+    name the field and the problem: the basic checks' own messages, and fastjsonschema's with
+    the subject rewritten (``"field 'unit' must be one of ['c', 'f']"``, ``"field 'loc.lat'
+    must be number"``, ``"arguments must not contain {'x'} properties"``). Arguments it cannot
+    check at all get a message saying why (``"arguments are nested too deeply to check against
+    the schema ..."``, ``"field 'n' is a number too large to check against the schema ..."``).
+
+    Schemas of JSON Schema 2019-09 and 2020-12 (``$defs``, ``prefixItems``, ``const``,
+    ``dependentRequired``, ``$anchor``...) are checked as those drafts define them: the keywords
+    fastjsonschema (drafts 4, 6 and 7) lacks are rewritten into their draft 7 forms first. Not
+    checked: ``minContains`` above 1, ``maxContains``, ``unevaluatedProperties`` and
+    ``unevaluatedItems`` beside in-place applicators (``allOf``, ``$ref``...), and ``format``
+    names fastjsonschema does not know.
     """
     return _validator_for(_canonical(schema))
 
@@ -376,8 +524,9 @@ def validate_against_schema(args: Any, schema: Mapping[str, Any]) -> None:
         schema: The tool's ``parameters`` schema.
 
     Raises:
-        ArgumentsError: The arguments break the schema. ``errors`` holds one message per problem,
-            each naming the field, e.g. ``"missing required field 'city'"``,
+        ArgumentsError: The arguments break the schema, or cannot be checked against it (see
+            :func:`compile_validator`). ``errors`` holds one message per problem, each naming
+            the field, e.g. ``"missing required field 'city'"``,
             ``"field 'days': expected integer, got string"``,
             ``"field 'unit' must be one of ['c', 'f']"``.
         ToolDefinitionError: ``schema`` itself is not valid JSON Schema.

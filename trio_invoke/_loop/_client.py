@@ -351,7 +351,7 @@ class FunctionInvokingChatClient:
                 elif isinstance(update, Error):
                     error = update.message
         added = stream.messages
-        text = next((m.content for m in reversed(added) if m.role is MessageRole.ASSISTANT), "")
+        text = next((m.text for m in reversed(added) if m.role is MessageRole.ASSISTANT), "")
         return ChatResponse(
             tuple(added),
             text,

@@ -18,6 +18,7 @@ import attrs
 import trio
 
 from .._approval import arguments_text
+from .._content import TextPart, tool_result_content
 from .._exceptions import ArgumentsError, StopLoop, ToolError, ToolTimeoutError
 from .._messages import ChatMessage, ToolCall
 from .._middleware import CallNext, ToolContext, ToolMiddleware
@@ -154,8 +155,12 @@ async def invoke(
                 entry, edited, arguments, seconds=timeout, limits=limits, site=site, started=started
             )
     if note or limits.middleware:
+        parts = (TextPart(note), *called.parts) if note and called.parts else called.parts
         called = attrs.evolve(
-            called, result=note + called.result, duration=trio.current_time() - started
+            called,
+            result=note + called.result,
+            parts=parts,
+            duration=trio.current_time() - started,
         )
     return called
 
@@ -236,14 +241,14 @@ async def _call_tool(
             call, text, True, duration=trio.current_time() - started, exception=cancelled
         )
     try:
-        result = to_text(value)
+        result, parts = tool_result_content(value)  # text, or parts when it holds images
     except Exception as exc:  # not JSON: TypeError, ValueError, RecursionError, ...
         text = (
             f"Error: tool {call.name!r} returned a {type(value).__name__}, which is not "
             "JSON-serialisable"
         )
         return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
-    return ToolCalled(call, result, False, duration=trio.current_time() - started)
+    return ToolCalled(call, result, False, duration=trio.current_time() - started, parts=parts)
 
 
 def _stopped(call: ToolCall, stop: StopLoop, started: float) -> ToolCalled:

@@ -153,7 +153,7 @@ class Round:
         for call in turn.calls:
             called = self._results.get(call.id)
             if called is not None:
-                out.append(ChatMessage.tool_result(call, called.result))
+                out.append(ChatMessage.tool_result(call, called.content))
         return out
 
     def settle(self, *, not_started: str, started: str) -> list[AgentResponseUpdate]:

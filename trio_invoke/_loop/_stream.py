@@ -7,7 +7,7 @@ from typing import NoReturn
 import attrs
 import trio
 
-from .._messages import ChatMessage, FinishReason, Usage
+from .._messages import ChatMessage, FinishReason, MessageRole, Usage
 from .._updates import AgentResponseUpdate, ToolApprovalRequest
 from ._run import Delivery, Run
 
@@ -30,6 +30,15 @@ class ChatResponse:
     """The calls waiting for approval when ``finish_reason`` is ``AWAITING_APPROVAL``."""
     error: str | None = None
     """The in-band error that ended the run, such as ``"cancelled"``."""
+    reasoning: str | None = attrs.field(kw_only=True)
+    """The reasoning behind :attr:`text`: that of the run's last assistant message (``None`` if
+    it has none). The reasoning of earlier rounds is on their messages."""
+
+    @reasoning.default
+    def _last_reasoning(self) -> str | None:
+        return next(
+            (m.reasoning for m in reversed(self.messages) if m.role is MessageRole.ASSISTANT), None
+        )
 
 
 @attrs.define(eq=False)

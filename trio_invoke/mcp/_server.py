@@ -111,6 +111,12 @@ class MCPTool:
     title, ...)."""
 
     @property
+    def timeout(self) -> float | None:
+        """``None``: the loop's own ``tool_timeout`` applies around each call (and
+        :attr:`call_timeout` inside it; the shorter wins)."""
+        return None
+
+    @property
     def call_timeout(self) -> float | None:
         """Seconds one call may take (the server's ``timeout``); ``None``: no limit.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TypeAlias
 
@@ -11,15 +11,24 @@ import attrs
 
 from .._messages import ChatMessage
 from .._options import RunOptions
-from .._scripted import ScriptedCall, _Replay, text_response
+from .._scripted import (
+    ScriptedCall,
+    ScriptedItem,
+    _describe,
+    _Replay,
+    check_delay,
+    checked_item,
+    text_response,
+)
 from .._updates import AgentResponseUpdate
 
 __all__ = ["ChatFunction", "FunctionChatClient", "FunctionResponse"]
 
-FunctionResponse: TypeAlias = str | Iterable[AgentResponseUpdate | BaseException]
+FunctionResponse: TypeAlias = str | Iterable[ScriptedItem]
 """What a :class:`FunctionChatClient`'s function returns: the updates to stream (an exception
-among them is raised when it is reached; a generator is consumed as the stream is read), or a
-plain string, short for ``[TextDelta(s), Finish(FinishReason.STOP)]``."""
+among them is raised when it is reached, a string is short for ``TextDelta(s)``; a generator is
+consumed as the stream is read), or a plain string, short for
+``[TextDelta(s), Finish(FinishReason.STOP)]``."""
 
 ChatFunction: TypeAlias = Callable[
     [tuple[ChatMessage, ...], RunOptions], FunctionResponse | Awaitable[FunctionResponse]
@@ -38,7 +47,7 @@ class FunctionChatClient:
         def model(messages, options):
             last = messages[-1]
             if last.role is MessageRole.TOOL:
-                return "Found it." if "found" in last.content else "Nothing there."
+                return "Found it." if "found" in last.text else "Nothing there."
             return tool_calls_response(ToolCall("c1", "search", '{"q": "keys"}'))
 
         agent = FunctionInvokingChatClient(FunctionChatClient(model), [search])
@@ -55,12 +64,20 @@ class FunctionChatClient:
     raised is recorded too.
     """
 
-    function: ChatFunction
+    function: ChatFunction = attrs.field()
     """Called once per model call with ``(messages, options)``."""
-    delay: float = attrs.field(default=0.0, kw_only=True)
+    delay: float = attrs.field(default=0.0, kw_only=True, validator=check_delay)
     """Seconds to sleep before each update (``trio.sleep``; use a virtual clock in tests)."""
     calls: list[ScriptedCall] = attrs.field(factory=list, init=False)
     """One record per call so far, in order."""
+
+    @function.validator
+    def _callable(self, attribute: attrs.Attribute[ChatFunction], value: object) -> None:
+        if not callable(value):
+            raise TypeError(
+                f"FunctionChatClient needs a function of (messages, options), got "
+                f"{_describe(value)}"
+            )
 
     @asynccontextmanager
     async def run(
@@ -70,7 +87,11 @@ class FunctionChatClient:
 
         Raises:
             TypeError: the function returned something that is neither a string nor an
-                iterable of updates (``None``, say: a missing ``return``).
+                iterable of updates (``None``, say: a missing ``return``; a dict), or an item
+                of what it returned is not an update, an exception or a string. The message
+                names what was returned, or the item's index and what it is. Raised on
+                entering for a list or tuple; while iterating, when the item is reached, for
+                an iterator or generator.
 
         Whatever the function raises propagates from entering the context manager.
 
@@ -82,15 +103,19 @@ class FunctionChatClient:
         response = self.function(call.messages, call.options)
         if inspect.isawaitable(response):
             response = await response
-        yield _Replay(_updates_of(response), self.delay)
+        yield _replay_of(response, self.delay)
 
 
-def _updates_of(response: object) -> Iterable[AgentResponseUpdate | BaseException]:
+def _replay_of(response: object, delay: float) -> _Replay:
+    where = "item {} of what the FunctionChatClient's function returned"
     if isinstance(response, str):
-        return text_response(response)
-    if isinstance(response, Iterable):
-        return response
-    raise TypeError(
-        "a FunctionChatClient's function must return a str or an iterable of updates (or an "
-        f"awaitable of one), not {type(response).__name__}"
-    )
+        return _Replay(text_response(response), delay)
+    if isinstance(response, Mapping | bytes | bytearray) or not isinstance(response, Iterable):
+        raise TypeError(
+            "a FunctionChatClient's function must return a str or an iterable of updates (or an "
+            f"awaitable of one), not {type(response).__name__}: it returned {_describe(response)}"
+        )
+    if isinstance(response, Sequence):  # all there already: check it all before streaming
+        items = [checked_item(item, where.format(i)) for i, item in enumerate(response)]
+        return _Replay(items, delay)
+    return _Replay(response, delay, lambda item, i: checked_item(item, where.format(i)))

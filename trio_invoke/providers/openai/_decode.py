@@ -1,14 +1,24 @@
-"""The sans-IO half of :class:`OpenAIChatClient`: chat-completion chunks in, updates out.
+"""The sans-IO half of :class:`OpenAIChatClient`'s responses: chat-completion chunks in, updates
+out.
 
-Plain synchronous code with no I/O and no httpx import, so it can be tested (and property-tested
+Plain synchronous code with no I/O and no httpx2 import, so it can be tested (and property-tested
 on any split of a recorded stream) without the ``openai`` extra:
 
-* ``ChunkDecoder`` turns the data of a response's events into updates: content deltas into
-  ``TextDelta``; ``tool_calls`` deltas, keyed by their ``index``, into ``ToolCallStart`` /
-  ``ToolCallArgs`` / ``ToolCallEnd``; the ``finish_reason`` chunk and the later usage chunk into
-  one ``Finish``.
-* ``error_message`` reads a provider's error body; ``wire_message`` writes a message as the
-  chat-completions API defines it.
+* ``ChunkDecoder`` turns a response's events into updates: content deltas into ``TextDelta``;
+  reasoning deltas (``reasoning_content`` as DeepSeek, Qwen and llama.cpp send it, ``reasoning``
+  as vLLM, Ollama and OpenRouter do) into ``ReasoningDelta``; OpenRouter's ``reasoning_details``
+  into ``ProviderDataDelta`` pieces, one item per detail ``type`` and ``index``; ``tool_calls``
+  deltas into ``ToolCallStart`` / ``ToolCallArgs`` / ``ToolCallEnd``; the ``finish_reason``
+  chunk and the later usage chunk into one ``Finish``.
+* ``error_message`` reads a provider's error body.
+
+Tool-call deltas are matched to their call by ``index`` (an integer, or an integer written as a
+string: ``"1"``); any other index is a ``ModelResponseError``, never a guess. Without an index, by
+``id``. With neither, a delta that names a function starts a new call and one that does not
+continues the latest call: that is right for servers that send whole calls, or one call's
+pieces in a row, and the one thing a decoder cannot tell apart is two unnamed, unnumbered
+streams interleaved (they are credited to the latest call, whose arguments then fail to parse
+and go back to the model as an error result, not to another call).
 """
 
 from __future__ import annotations
@@ -21,19 +31,24 @@ from typing import Any, Final
 import attrs
 
 from ..._exceptions import ModelResponseError
-from ..._messages import ChatMessage, FinishReason, MessageRole, Usage
+from ..._messages import FinishReason, Usage
 from ..._updates import (
     AgentResponseUpdate,
     Finish,
+    ProviderDataDelta,
+    ReasoningDelta,
     TextDelta,
     ToolCallArgs,
     ToolCallEnd,
     ToolCallStart,
 )
+from .._sse import ServerSentEvent
 
-__all__ = ["PREVIEW", "ChunkDecoder", "error_message", "preview", "wire_message"]
+__all__ = ["PREVIEW", "ChunkDecoder", "error_message", "preview"]
 
 PREVIEW: Final = 300
+_DETAIL_TEXT: Final = ("text", "summary", "data")
+"""The string fields of a ``reasoning_details`` item that stream in pieces (appended)."""
 _FINISH_REASONS: Final = {
     "stop": FinishReason.STOP,
     "tool_calls": FinishReason.TOOL_CALLS,
@@ -62,7 +77,8 @@ class ChunkDecoder:
     """
 
     def __init__(self) -> None:
-        self._calls: dict[int | str, _Call] = {}
+        self._calls: dict[int | str, _Call] = {}  # by index, else by id, else by position
+        self._ids: dict[str, int | str] = {}  # a call's id -> its key
         self._order: list[_Call] = []
         self._last_key: int | str | None = None
         self.reason: str | None = None
@@ -73,6 +89,14 @@ class ChunkDecoder:
         """How many events were fed."""
         self.finished = False
         """The ``Finish`` has been produced (on ``[DONE]`` or at the end of the body)."""
+
+    def event(self, event: ServerSentEvent) -> list[AgentResponseUpdate]:
+        """The updates in one server-sent event (an ``error`` event raises)."""
+        if event.event == "error":
+            raise ModelResponseError(
+                f"the server reported an error in the stream: {error_message(event.data, '')}"
+            )
+        return self.feed(event.data)
 
     def feed(self, data: str) -> list[AgentResponseUpdate]:
         """The updates in one event's data."""
@@ -101,7 +125,7 @@ class ChunkDecoder:
         updates: list[AgentResponseUpdate] = []
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            if not isinstance(choice, dict) or choice.get("index", 0) not in (0, "0"):
                 continue  # we never ask for n > 1
             delta = choice.get("delta")
             if isinstance(delta, dict):
@@ -128,7 +152,7 @@ class ChunkDecoder:
         return self._finish()
 
     def _delta(self, delta: Mapping[str, Any]) -> list[AgentResponseUpdate]:
-        updates: list[AgentResponseUpdate] = []
+        updates: list[AgentResponseUpdate] = self._reasoning(delta)
         for key in ("content", "refusal"):  # a refusal is the model's answer text too
             text = delta.get(key)
             if isinstance(text, str) and text:
@@ -139,8 +163,47 @@ class ChunkDecoder:
                 updates += self._tool_call(call, position)
         return updates
 
+    @staticmethod
+    def _reasoning(delta: Mapping[str, Any]) -> list[AgentResponseUpdate]:
+        updates: list[AgentResponseUpdate] = []
+        content, reasoning = delta.get("reasoning_content"), delta.get("reasoning")
+        if isinstance(content, str) and content:
+            updates.append(ReasoningDelta(content, field="reasoning_content"))
+        if isinstance(reasoning, str) and reasoning and reasoning != content:
+            updates.append(ReasoningDelta(reasoning, field="reasoning"))  # a server sending
+        details = delta.get("reasoning_details")  # both names sends the same text in both
+        for position, detail in enumerate(details if isinstance(details, list) else ()):
+            if not isinstance(detail, dict):
+                continue
+            kind, index = detail.get("type"), detail.get("index", position)
+            update = {k: v for k, v in detail.items() if k not in _DETAIL_TEXT}
+            extend = {k: v for k, v in detail.items() if k in _DETAIL_TEXT and isinstance(v, str)}
+            updates.append(
+                ProviderDataDelta(
+                    "reasoning_details", f"{kind}#{index}", update=update, extend=extend
+                )
+            )
+        return updates
+
+    def _key(self, index: object, call_id: str | None, name: str | None) -> int | str | None:
+        """Which call a tool-call delta continues or starts (see the module docstring); ``None``
+        for a piece that continues nothing."""
+        if index is not None:
+            if isinstance(index, str) and index.isascii() and index.isdigit():
+                return int(index)
+            if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
+                return index
+            raise ModelResponseError(
+                "the server sent a tool-call delta whose index is not an integer >= 0: "
+                f"{preview(repr(index))}"
+            )
+        if call_id is not None:
+            return self._ids.get(call_id, call_id)
+        if name:
+            return f"#{len(self._order)}"  # a call of its own
+        return self._last_key
+
     def _tool_call(self, call: Mapping[str, Any], position: int) -> list[AgentResponseUpdate]:
-        index = call.get("index")
         call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
         function = call.get("function")
         function = function if isinstance(function, dict) else {}
@@ -150,15 +213,9 @@ class ChunkDecoder:
             arguments = json.dumps(arguments, ensure_ascii=False)
         elif not isinstance(arguments, str):
             arguments = ""
-        # Calls are keyed by index; a server that sends none (older Ollama) sends whole calls
-        # with an id each; a piece with neither continues the last call.
-        key: int | str
-        if isinstance(index, int) and not isinstance(index, bool):
-            key = index
-        elif call_id is not None:
-            key = call_id
-        else:
-            key = self._last_key if self._last_key is not None else position
+        key = self._key(call.get("index"), call_id, name)
+        if key is None:
+            key = f"?{position}"  # nothing to continue: a start, which needs a name
         current = self._calls.get(key)
         updates: list[AgentResponseUpdate] = []
         # A new id *and* a name at a known index is a new call (a server that reuses index 0);
@@ -177,6 +234,9 @@ class ChunkDecoder:
                 new_id = f"{new_id}_{len(self._order)}"  # ids must be unique in a response
             current = _Call(new_id)
             self._calls[key] = current
+            self._ids.setdefault(new_id, key)
+            if call_id is not None:
+                self._ids.setdefault(call_id, key)
             self._order.append(current)
             updates.append(ToolCallStart(current.id, name))
         elif not current.open:
@@ -233,12 +293,3 @@ def error_message(body: str, reason_phrase: str) -> str:
                 return candidate
     text = body.strip()
     return preview(text) if text else (reason_phrase or "no error message")
-
-
-def wire_message(message: ChatMessage) -> dict[str, Any]:
-    """``message.to_dict()`` as the chat-completions API defines it: a tool message carries no
-    ``name`` there, and some strict OpenAI-compatible servers reject one."""
-    data = message.to_dict()
-    if message.role is MessageRole.TOOL:
-        data.pop("name", None)
-    return data

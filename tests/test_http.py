@@ -1,0 +1,264 @@
+"""What the HTTP clients share (providers/_http.py): settings, the retry policy, the progress
+deadline on a streamed body, httpx2 on Trio. Real HTTP over loopback (tests/sse_server.py)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import warnings
+from typing import Any
+
+import httpx2
+import pytest
+import sniffio
+import trio
+import trio.testing
+from sse_server import Reply, SSEServer
+
+from trio_invoke import (
+    ChatMessage,
+    ConfigurationError,
+    Finish,
+    FinishReason,
+    HTTPStatusError,
+    ModelTimeoutError,
+    OpenAIChatClient,
+    TextDelta,
+)
+from trio_invoke._updates import AgentResponseUpdate
+from trio_invoke.providers._http import RetryPolicy, checked_timeout
+
+USER = [ChatMessage.user("hi")]
+
+
+@pytest.fixture(autouse=True)
+def _no_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture
+async def server(nursery: trio.Nursery) -> SSEServer:
+    srv = SSEServer()
+    await nursery.start(srv.serve)
+    return srv
+
+
+def data(payload: dict[str, Any] | str) -> bytes:
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return f"data: {text}\n\n".encode()
+
+
+def delta(content: str | None = None, finish: str | None = None, **fields: Any) -> bytes:
+    body: dict[str, Any] = dict(fields)
+    if content is not None:
+        body["content"] = content
+    return data({"choices": [{"index": 0, "delta": body, "finish_reason": finish}]})
+
+
+def no_resource_warnings() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, [str(w.message) for w in leaks]
+
+
+async def collect(model: OpenAIChatClient, into: list[AgentResponseUpdate]) -> None:
+    async with model.run(USER) as stream:
+        async for update in stream:
+            into.append(update)
+
+
+# -- settings --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "shown"),
+    [
+        ({"timeout": math.nan}, "nan"),
+        ({"timeout": -1}, "-1"),
+        ({"timeout": math.inf}, "inf"),
+        ({"timeout": "30"}, "'30'"),
+        ({"timeout": True}, "True"),
+        ({"timeout": [5]}, r"\[5\]"),
+        ({"timeout": httpx2.Timeout(5.0, read=math.nan)}, "read timeout.*nan"),
+        ({"timeout": httpx2.Timeout(5.0, connect=-2.0)}, "connect timeout.*-2"),
+        ({"max_retries": -1}, "max_retries.*-1"),
+        ({"max_retries": 1.5}, "max_retries.*1.5"),
+        ({"max_retries": "2"}, "max_retries.*'2'"),
+        ({"max_retries": None}, "max_retries.*None"),
+        ({"retry_backoff": math.nan}, "retry_backoff.*nan"),
+        ({"retry_backoff": -0.1}, r"retry_backoff.*-0\.1"),
+        ({"retry_backoff": "0.5"}, "retry_backoff.*'0.5'"),
+        ({"retry_backoff": None}, "retry_backoff.*None"),
+        ({"max_retry_delay": math.nan}, "max_retry_delay.*nan"),
+        ({"max_retry_delay": -3}, "max_retry_delay.*-3"),
+        ({"max_retry_delay": False}, "max_retry_delay.*False"),
+        ({"http_client": object()}, "httpx2.AsyncClient"),
+        ({"headers": {"X-Count": 3}}, "headers"),
+        ({"model_options": ["temperature"]}, "model_options must be a mapping"),
+    ],
+)
+def test_bad_settings_are_a_configuration_error_naming_the_value(
+    kwargs: dict[str, Any], shown: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=shown):
+        OpenAIChatClient("m", **kwargs)
+
+
+def test_good_settings() -> None:
+    model = OpenAIChatClient(
+        "m", timeout=30, max_retries=0, retry_backoff=0, max_retry_delay=1, headers={"X": "y"}
+    )
+    assert model.timeout == httpx2.Timeout(30)
+    assert (model.retry_backoff, model.max_retry_delay) == (0.0, 1.0)
+    assert OpenAIChatClient("m", timeout=None).timeout == httpx2.Timeout(None)
+    custom = httpx2.Timeout(5.0, connect=1.0)
+    assert OpenAIChatClient("m", timeout=custom).timeout is custom
+    assert checked_timeout(0) == httpx2.Timeout(0)
+
+
+def test_the_client_is_an_attrs_class_with_the_same_signature() -> None:
+    import inspect
+
+    import attrs
+
+    assert attrs.has(OpenAIChatClient)
+    parameters = inspect.signature(OpenAIChatClient).parameters
+    assert list(parameters) == [
+        "model",
+        "base_url",
+        "api_key",
+        "timeout",
+        "max_retries",
+        "retry_backoff",
+        "max_retry_delay",
+        "model_options",
+        "headers",
+        "http_client",
+        "send_reasoning",
+        "on_retry",
+    ]
+    assert all(p.kind is p.KEYWORD_ONLY for name, p in parameters.items() if name != "model")
+    assert "sk-secret" not in repr(OpenAIChatClient("m", api_key="sk-secret"))
+
+
+def error(status: int, retry_after: float | None = None) -> HTTPStatusError:
+    return HTTPStatusError(status, "x", retry_after=retry_after)
+
+
+def test_the_retry_policy() -> None:
+    policy = RetryPolicy(max_retries=2, retry_backoff=1.0, max_retry_delay=10.0)
+    assert policy.wait_for(error(400), 0) is None
+    assert policy.wait_for(error(404), 0) is None
+    assert policy.wait_for(error(429, 3.0), 0) == 3.0
+    assert policy.wait_for(error(503, 0.0), 1) == 0.0
+    assert policy.wait_for(error(429, 11.0), 0) is None  # longer than max_retry_delay
+    assert policy.wait_for(error(500), 2) is None  # retries spent
+    for attempt, ceiling in ((0, 1.0), (1, 2.0), (2, 4.0), (5, 10.0)):
+        wait = policy.backoff(attempt)
+        assert 0.75 * ceiling <= wait <= ceiling
+    first = policy.wait_for(error(502), 0)
+    assert first is not None
+    assert 0.75 <= first <= 1.0
+
+
+# -- progress, not silence, bounds a response ------------------------------------------------
+
+KEEP_ALIVES = {
+    "ping comments": b": ping\n\n",
+    "OpenRouter's comment": b": OPENROUTER PROCESSING\n\n",
+    "empty deltas": delta(),
+    "empty content": delta(""),
+    "role only": delta(role="assistant"),
+    "no choices": data({"choices": [], "usage": None}),
+    "null reasoning": delta(None, reasoning=None, reasoning_content=None),
+}
+
+
+@pytest.mark.parametrize("keep_alive", sorted(KEEP_ALIVES))
+async def test_keep_alives_without_progress_end_in_a_timeout(
+    keep_alive: str, server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    # a token, then a keep-alive every second forever: no single read waits 5 s
+    pieces = [delta("Hel"), *[KEEP_ALIVES[keep_alive]] * 200]
+    server.add(Reply(pieces, ending="stall", interval=1.0, paced=False))
+    seen: list[AgentResponseUpdate] = []
+    start = trio.current_time()
+    with trio.fail_after(100), pytest.raises(ModelTimeoutError, match="without progress"):
+        await collect(OpenAIChatClient("m", base_url=server.url, timeout=5.0), seen)
+    assert 5 <= trio.current_time() - start < 7
+    assert seen == [TextDelta("Hel")]
+    with trio.fail_after(10):
+        await server.closed_while_sending.wait()  # the connection was closed, not left open
+    no_resource_warnings()
+
+
+async def test_keep_alives_before_the_first_token_count_against_it(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(Reply([b": ping\n\n"] * 100, ending="stall", interval=1.0, paced=False))
+    start = trio.current_time()
+    with trio.fail_after(100), pytest.raises(ModelTimeoutError, match=r"read timeout, 3\.0 s"):
+        await collect(OpenAIChatClient("m", base_url=server.url, timeout=3.0), [])
+    assert 3 <= trio.current_time() - start < 4
+
+
+async def test_a_slow_stream_that_makes_progress_is_not_cut(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    # pings every second, a token every 4 s, 20 s in all, with a 5 s timeout
+    pieces: list[bytes] = []
+    for i in range(5):
+        pieces += [b": ping\n\n"] * 3 + [delta(f"t{i} ", reasoning="r" if i % 2 else None)]
+    pieces.append(delta(None, "stop"))
+    server.add(Reply(pieces, interval=1.0, paced=False))
+    seen: list[AgentResponseUpdate] = []
+    with trio.fail_after(100):
+        await collect(OpenAIChatClient("m", base_url=server.url, timeout=5.0), seen)
+    assert trio.current_time() > 19
+    assert "".join(u.text for u in seen if isinstance(u, TextDelta)) == "".join(
+        f"t{i} " for i in range(5)
+    )
+    assert seen[-1] == Finish(FinishReason.STOP)
+
+
+async def test_no_timeout_means_no_progress_deadline(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    # four minutes of pings, past the 120 s default, then the answer
+    server.add(Reply([b": ping\n\n"] * 4 + [delta("late"), delta(None, "stop")], interval=60.0))
+    seen: list[AgentResponseUpdate] = []
+    with trio.fail_after(1000):
+        await collect(OpenAIChatClient("m", base_url=server.url, timeout=None), seen)
+    assert seen == [TextDelta("late"), Finish(FinishReason.STOP)]
+
+
+# -- httpx2 on Trio --------------------------------------------------------------------------
+
+
+async def test_httpx2_runs_on_trio_many_streams_through_one_client(server: SSEServer) -> None:
+    count = 20
+    body = [delta("a"), delta("b"), delta(None, "stop"), data("[DONE]")]
+    server.add(*(Reply(body, paced=False) for _ in range(count)))
+    results: list[list[AgentResponseUpdate]] = [[] for _ in range(count)]
+    libraries: set[str] = set()
+
+    async def one(model: OpenAIChatClient, into: list[AgentResponseUpdate]) -> None:
+        libraries.add(sniffio.current_async_library())
+        await collect(model, into)
+
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url) as model, trio.open_nursery() as n:
+            for into in results:
+                n.start_soon(one, model, into)
+    assert libraries == {"trio"}
+    assert all(r == [TextDelta("a"), TextDelta("b"), Finish(FinishReason.STOP)] for r in results)
+    assert len(server.requests) == count
+    assert server.connections <= count

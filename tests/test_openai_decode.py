@@ -1,0 +1,386 @@
+"""The OpenAI chunk decoder on what providers really stream: reasoning (DeepSeek, vLLM,
+OpenRouter, ...), reasoning_details, tool-call deltas keyed oddly. Sans-IO: bytes in through the
+SSE parser, updates out, cut anywhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trio_invoke import (
+    ChatMessage,
+    Finish,
+    FinishReason,
+    ModelResponseError,
+    ProviderDataDelta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallAccumulator,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from trio_invoke._updates import AgentResponseUpdate
+from trio_invoke.providers._sse import SSEParser
+from trio_invoke.providers.openai._decode import ChunkDecoder
+
+
+def decode(pieces: Iterable[bytes]) -> list[AgentResponseUpdate]:
+    """Every update of a body fed in ``pieces``, the end of the body included."""
+    parser, decoder = SSEParser(), ChunkDecoder()
+    updates: list[AgentResponseUpdate] = []
+    for piece in pieces:
+        for event in parser.feed(piece):
+            updates += decoder.event(event)
+    return updates + decoder.end_of_body()
+
+
+def message_of(updates: Iterable[AgentResponseUpdate]) -> ChatMessage | None:
+    accumulator = ToolCallAccumulator()
+    for update in updates:
+        if not isinstance(update, Finish):
+            accumulator.add(update)
+    return accumulator.message()
+
+
+def sse(*chunks: dict[str, Any] | str) -> bytes:
+    events = [c if isinstance(c, str) else json.dumps(c, ensure_ascii=False) for c in chunks]
+    return "".join(f"data: {e}\n\n" for e in events).encode()
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+
+
+def cuts(raw: bytes, points: Iterable[int]) -> list[bytes]:
+    bounds = [0, *sorted(set(points)), len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+# -- provider-shaped streams ------------------------------------------------------------------
+
+DEEPSEEK_TOOLS = sse(  # DeepSeek thinking mode: reasoning_content, then two calls by index
+    chunk({"role": "assistant", "content": None, "reasoning_content": ""}),
+    chunk({"content": None, "reasoning_content": "Paris: weather "}),
+    chunk({"content": None, "reasoning_content": "and time. Both tools — at once."}),
+    chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_00_a",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": ""},
+                }
+            ]
+        }
+    ),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Pa'}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ris"}'}}]}),
+    chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 1,
+                    "id": "call_01_b",
+                    "type": "function",
+                    "function": {"name": "get_time", "arguments": '{"zone": "Europe/Paris"}'},
+                }
+            ]
+        }
+    ),
+    chunk(
+        {"content": "", "reasoning_content": None},
+        "tool_calls",
+        usage={"prompt_tokens": 90, "completion_tokens": 40, "total_tokens": 130},
+    ),
+    "[DONE]",
+)
+VLLM_REASONING = sse(  # vLLM >= 0.10: `reasoning`; the name on the first piece, no arguments
+    chunk({"role": "assistant", "content": ""}),
+    chunk({"reasoning": "I should"}),
+    chunk({"reasoning": " look it up."}),
+    chunk({"content": "Let me check. "}),
+    chunk({"tool_calls": [{"index": 0, "id": "chatcmpl-tool-1", "function": {"name": "search"}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "trio"}'}}]}),
+    chunk({"content": ""}, "tool_calls"),
+    chunk({}, usage={"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70})
+    | {"choices": []},
+    "[DONE]",
+)
+VLLM_BOTH_NAMES = sse(  # a server in transition sends the same text under both names
+    chunk({"reasoning_content": "same", "reasoning": "same"}),
+    chunk({"content": "ok"}, "stop"),
+    "[DONE]",
+)
+OPENROUTER_DETAILS = (
+    sse(  # reasoning + reasoning_details: text in pieces, then its signature,
+        chunk(  # and an encrypted detail at the same index (as Gemini sends through OpenRouter)
+            {
+                "role": "assistant",
+                "content": "",
+                "reasoning": "Check",
+                "reasoning_details": [
+                    {"type": "reasoning.text", "text": "Check", "format": "gemini", "index": 0}
+                ],
+            }
+        ),
+        chunk(
+            {
+                "content": "",
+                "reasoning": " the map.",
+                "reasoning_details": [
+                    {"type": "reasoning.text", "text": " the map.", "format": "gemini", "index": 0}
+                ],
+            }
+        ),
+        chunk(
+            {
+                "content": "",
+                "reasoning": None,
+                "reasoning_details": [
+                    {
+                        "type": "reasoning.text",
+                        "signature": "sig==",
+                        "format": "gemini",
+                        "index": 0,
+                    },
+                    {"type": "reasoning.encrypted", "data": "CiUB", "id": "tool_1", "index": 0},
+                ],
+            }
+        ),
+        chunk(
+            {
+                "content": None,
+                "tool_calls": [
+                    {"index": 0, "id": "tool_1", "type": "function", "function": {"name": "map"}}
+                ],
+            }
+        ),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+        chunk({"content": "", "reasoning": None, "reasoning_details": []}, "tool_calls"),
+    )
+    + b": OPENROUTER PROCESSING\n\n"
+    + sse("[DONE]")
+)
+
+
+@pytest.mark.parametrize("raw", [DEEPSEEK_TOOLS, VLLM_REASONING, OPENROUTER_DETAILS])
+def test_provider_shaped_streams_decode_the_same_cut_at_every_byte(raw: bytes) -> None:
+    expected = decode([raw])
+    for point in range(1, len(raw)):
+        assert decode([raw[:point], raw[point:]]) == expected, point
+    assert decode([raw[i : i + 1] for i in range(len(raw))]) == expected
+
+
+@given(
+    st.sampled_from([DEEPSEEK_TOOLS, VLLM_REASONING, OPENROUTER_DETAILS, VLLM_BOTH_NAMES]),
+    st.data(),
+)
+def test_provider_shaped_streams_decode_the_same_under_any_split(
+    raw: bytes, data: st.DataObject
+) -> None:
+    points = data.draw(st.lists(st.integers(1, len(raw) - 1), max_size=30))
+    assert decode(cuts(raw, points)) == decode([raw])
+
+
+def test_deepseek_reasoning_and_parallel_calls() -> None:
+    updates = decode([DEEPSEEK_TOOLS])
+    assert updates == [
+        ReasoningDelta("Paris: weather ", field="reasoning_content"),
+        ReasoningDelta("and time. Both tools — at once.", field="reasoning_content"),
+        ToolCallStart("call_00_a", "get_weather"),
+        ToolCallArgs("call_00_a", '{"city": "Pa'),
+        ToolCallArgs("call_00_a", 'ris"}'),
+        ToolCallStart("call_01_b", "get_time"),
+        ToolCallArgs("call_01_b", '{"zone": "Europe/Paris"}'),
+        ToolCallEnd("call_00_a"),
+        ToolCallEnd("call_01_b"),
+        Finish(FinishReason.TOOL_CALLS, Usage(90, 40)),
+    ]
+    message = message_of(updates)
+    assert message is not None
+    assert (
+        message.to_dict()["reasoning_content"] == "Paris: weather and time. Both tools — at once."
+    )
+
+
+def test_vllm_reasoning_before_the_text_it_precedes() -> None:
+    updates = decode([VLLM_REASONING])
+    assert updates[:3] == [
+        ReasoningDelta("I should", field="reasoning"),
+        ReasoningDelta(" look it up.", field="reasoning"),
+        TextDelta("Let me check. "),
+    ]
+    message = message_of(updates)
+    assert message is not None
+    assert message.to_dict() == {
+        "role": "assistant",
+        "content": "Let me check. ",
+        "tool_calls": [
+            {
+                "id": "chatcmpl-tool-1",
+                "type": "function",
+                "function": {"name": "search", "arguments": '{"q": "trio"}'},
+            }
+        ],
+        "reasoning": "I should look it up.",
+    }
+
+
+def test_the_same_text_under_both_names_is_reasoning_once() -> None:
+    assert decode([VLLM_BOTH_NAMES]) == [
+        ReasoningDelta("same", field="reasoning_content"),
+        TextDelta("ok"),
+        Finish(FinishReason.STOP),
+    ]
+    different = sse(chunk({"reasoning_content": "a", "reasoning": "b"}), "[DONE]")
+    assert decode([different])[:2] == [
+        ReasoningDelta("a", field="reasoning_content"),
+        ReasoningDelta("b", field="reasoning"),
+    ]
+
+
+def test_openrouter_reasoning_details_become_one_item_per_type_and_index() -> None:
+    updates = decode([OPENROUTER_DETAILS])
+    assert all(
+        isinstance(u, ProviderDataDelta)
+        for u in updates
+        if not isinstance(u, ReasoningDelta | ToolCallStart | ToolCallArgs | ToolCallEnd | Finish)
+    )
+    message = message_of(updates)
+    assert message is not None
+    assert (message.reasoning, message.reasoning_field) == ("Check the map.", "reasoning")
+    assert message.provider_data["reasoning_details"] == [
+        {
+            "type": "reasoning.text",
+            "text": "Check the map.",
+            "format": "gemini",
+            "index": 0,
+            "signature": "sig==",
+        },
+        {"type": "reasoning.encrypted", "data": "CiUB", "id": "tool_1", "index": 0},
+    ]
+
+
+# -- tool-call deltas: index, id, neither --------------------------------------------------
+
+
+def call(
+    index: Any = None,
+    call_id: str | None = None,
+    name: str | None = None,
+    arguments: str | None = None,
+) -> dict[str, Any]:
+    piece: dict[str, Any] = {"function": {}}
+    if index is not None:
+        piece["index"] = index
+    if call_id is not None:
+        piece["id"] = call_id
+    if name is not None:
+        piece["function"]["name"] = name
+    if arguments is not None:
+        piece["function"]["arguments"] = arguments
+    return piece
+
+
+def calls_of(*deltas: list[dict[str, Any]]) -> list[ToolCall]:
+    updates = decode([sse(*(chunk({"tool_calls": d}) for d in deltas), chunk({}, "tool_calls"))])
+    message = message_of(updates)
+    return list(message.tool_calls or ()) if message is not None else []
+
+
+@pytest.mark.parametrize(
+    "indices",
+    [("0", "1"), ("0", 1), (0, "1"), ("00", "01"), ("1", "0"), ("3", "7")],
+)
+def test_string_indices_never_credit_arguments_to_the_wrong_call(indices: tuple[Any, Any]) -> None:
+    a, b = indices
+    other = {str(a): int(a), int(a): str(a)}  # the same index, written the other way
+    assert calls_of(
+        [call(a, "call_A", "f", '{"x": ')],
+        [call(other[a], arguments="1}")],
+    ) == [ToolCall("call_A", "f", '{"x": 1}')]
+    assert calls_of(
+        [call(a, "call_A", "get_weather", "")],
+        [call(b, "call_B", "get_time", "")],
+        [call(a, arguments='{"city": ')],
+        [call(b, arguments='{"zone": ')],
+        [call(a, arguments='"Paris"}')],
+        [call(b, arguments='"UTC"}')],
+    ) == [
+        ToolCall("call_A", "get_weather", '{"city": "Paris"}'),
+        ToolCall("call_B", "get_time", '{"zone": "UTC"}'),
+    ]
+
+
+@pytest.mark.parametrize("index", ["a", "1.0", " 1", "-1", "", "٣", 1.0, -1, True, [0], {"i": 0}])
+def test_an_index_that_is_not_an_integer_is_refused(index: Any) -> None:
+    with pytest.raises(ModelResponseError, match="index is not an integer"):
+        calls_of([{"index": index, "id": "c", "function": {"name": "f", "arguments": "{}"}}])
+
+
+def test_whole_calls_with_neither_index_nor_id_are_separate_calls() -> None:
+    # one per chunk, and several in one delta
+    one_per_chunk = calls_of(
+        [call(name="get_weather", arguments='{"city": "Paris"}')],
+        [call(name="get_time", arguments='{"zone": "UTC"}')],
+        [call(name="get_weather", arguments='{"city": "Rome"}')],
+    )
+    in_one_delta = calls_of(
+        [
+            call(name="get_weather", arguments='{"city": "Paris"}'),
+            call(name="get_time", arguments='{"zone": "UTC"}'),
+            call(name="get_weather", arguments='{"city": "Rome"}'),
+        ]
+    )
+    for found in (one_per_chunk, in_one_delta):
+        assert [(c.name, json.loads(c.arguments)) for c in found] == [
+            ("get_weather", {"city": "Paris"}),
+            ("get_time", {"zone": "UTC"}),
+            ("get_weather", {"city": "Rome"}),
+        ]
+        assert len({c.id for c in found}) == 3  # each got an id of its own
+
+
+def test_unnamed_pieces_with_neither_index_nor_id_continue_the_latest_call() -> None:
+    assert [
+        (c.name, c.arguments)
+        for c in calls_of(
+            [call(name="a", arguments='{"x":')],
+            [call(arguments=" 1}")],
+            [call(name="b")],
+            [call(arguments='{"y": 2}')],
+        )
+    ] == [("a", '{"x": 1}'), ("b", '{"y": 2}')]
+    with pytest.raises(ModelResponseError, match="without a function name"):
+        calls_of([call(arguments="{}")])  # nothing to continue
+
+
+def test_pieces_by_id_find_a_call_that_started_with_an_index() -> None:
+    assert calls_of(
+        [call(0, "c1", "f", '{"a"')],
+        [call(call_id="c1", arguments=": 1}")],
+    ) == [ToolCall("c1", "f", '{"a": 1}')]
+
+
+def test_a_string_choice_index_is_choice_zero() -> None:
+    raw = sse(
+        {"choices": [{"index": "0", "delta": {"content": "hi"}, "finish_reason": "stop"}]},
+        "[DONE]",
+    )
+    assert decode([raw]) == [TextDelta("hi"), Finish(FinishReason.STOP)]

@@ -1,0 +1,228 @@
+"""What OpenAIChatClient sends: messages as each provider family takes them back (sans-IO)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trio_invoke import (
+    ChatMessage,
+    ConfigurationError,
+    ImagePart,
+    MessageRole,
+    OpenAIChatClient,
+    TextPart,
+    ToolCall,
+)
+from trio_invoke.providers.openai._wire import FAMILIES, provider_family, wire_messages
+
+CALL = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
+
+
+@pytest.mark.parametrize(
+    ("base_url", "family"),
+    [
+        ("https://api.openai.com/v1", "openai"),
+        ("https://my-resource.openai.azure.com/openai/deployments/x", "openai"),
+        ("https://api.deepseek.com", "deepseek"),
+        ("https://api.deepseek.com/v1", "deepseek"),
+        ("https://openrouter.ai/api/v1", "openrouter"),
+        ("https://api.moonshot.ai/v1", "moonshot"),
+        ("https://api.moonshot.cn/v1", "moonshot"),
+        ("http://localhost:11434/v1", "local"),
+        ("http://127.0.0.1:8000/v1", "local"),
+        ("http://[::1]:8080/v1", "local"),
+        ("http://192.168.1.20:1234/v1", "local"),
+        ("http://vllm:8000/v1", "local"),
+        ("http://gpu-box.local:8000/v1", "local"),
+        ("https://api.groq.com/openai/v1", "other"),
+        ("https://api.mistral.ai/v1", "other"),
+        ("https://api.together.xyz/v1", "other"),
+        ("https://8.8.8.8/v1", "other"),
+    ],
+)
+def test_the_family_comes_from_the_host(base_url: str, family: str) -> None:
+    assert provider_family(base_url).name == family
+    assert OpenAIChatClient("m", base_url=base_url).family.name == family
+
+
+def assistant(
+    reasoning: str | None = "I think.", field: str = "reasoning_content", **data: Any
+) -> ChatMessage:
+    return ChatMessage(
+        MessageRole.ASSISTANT,
+        "",
+        (CALL,),
+        reasoning=reasoning,
+        reasoning_field=field,
+        provider_data=data or None,
+    )
+
+
+def sent(base_url: str, messages: list[ChatMessage], **kwargs: Any) -> list[dict[str, Any]]:
+    body = OpenAIChatClient("m", base_url=base_url, **kwargs).request_body(messages)
+    result: list[dict[str, Any]] = body["messages"]
+    return result
+
+
+DETAILS = [{"type": "reasoning.text", "text": "I think.", "signature": "sig", "index": 0}]
+
+
+@pytest.mark.parametrize(
+    ("base_url", "expected"),
+    [
+        ("https://api.openai.com/v1", {}),
+        ("https://api.groq.com/openai/v1", {}),
+        ("https://api.deepseek.com", {"reasoning_content": "I think."}),
+        ("https://api.moonshot.ai/v1", {"reasoning_content": "I think."}),
+        ("http://localhost:8000/v1", {"reasoning": "I think.", "reasoning_details": DETAILS}),
+        ("https://openrouter.ai/api/v1", {"reasoning": "I think.", "reasoning_details": DETAILS}),
+    ],
+)
+def test_reasoning_goes_back_by_default_where_the_family_takes_it(
+    base_url: str, expected: dict[str, Any]
+) -> None:
+    message = assistant(field="reasoning", reasoning_details=DETAILS, refusal="n/a")
+    (wire,) = sent(base_url, [message])
+    extra = {k: v for k, v in wire.items() if k not in ("role", "content", "tool_calls")}
+    assert extra == expected  # never `refusal` or other provider data
+    assert message.to_dict()["refusal"] == "n/a"  # it stays in the transcript
+
+
+def test_the_option_forces_reasoning_on_or_off() -> None:
+    message = assistant(field="reasoning")
+    (on,) = sent("https://api.groq.com/openai/v1", [message], send_reasoning=True)
+    assert on["reasoning"] == "I think."
+    (off,) = sent("https://api.deepseek.com", [message], send_reasoning=False)
+    assert "reasoning_content" not in off
+    assert "reasoning" not in off
+    (local_off,) = sent("http://localhost:1234/v1", [message], send_reasoning=False)
+    assert set(local_off) == {"role", "content", "tool_calls"}
+
+
+def test_openai_never_gets_reasoning_and_forcing_it_is_an_error() -> None:
+    with pytest.raises(ConfigurationError, match="takes no reasoning back"):
+        OpenAIChatClient("gpt-4o", base_url="https://api.openai.com/v1", send_reasoning=True)
+    for value in (1, "yes", 0.0):
+        with pytest.raises(ConfigurationError, match="send_reasoning"):
+            OpenAIChatClient("m", send_reasoning=value)  # type: ignore[arg-type]
+
+
+def test_deepseek_gets_reasoning_content_on_every_tool_call_message() -> None:
+    # DeepSeek refuses an assistant tool-call message without reasoning_content, also one that
+    # came from elsewhere with no reasoning: it gets "".
+    no_reasoning = assistant(reasoning=None)
+    came_as_reasoning = assistant(field="reasoning")
+    text_only = ChatMessage.assistant("Hello.")
+    wire = sent("https://api.deepseek.com", [no_reasoning, came_as_reasoning, text_only])
+    assert [m.get("reasoning_content") for m in wire] == ["", "I think.", None]
+
+
+PNG = ImagePart(data="iVBORw0KGgo=", media_type="image/png")
+
+
+def test_an_image_a_tool_returned_goes_in_a_user_message_after_the_batch() -> None:
+    calls = (CALL, ToolCall("call_2", "chart", "{}"), ToolCall("call_3", "snap", "{}"))
+    messages = [
+        ChatMessage.user("Weather and a chart?"),
+        ChatMessage.assistant("", calls),
+        ChatMessage.tool_result(calls[0], "sunny"),
+        ChatMessage.tool_result(calls[1], [TextPart("the chart:"), PNG]),
+        ChatMessage.tool_result(calls[2], [PNG, ImagePart(url="https://x/y.png")]),
+        ChatMessage.assistant("Here."),
+    ]
+    wire = sent("http://localhost:8000/v1", messages)
+    assert [m["role"] for m in wire] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "tool",
+        "user",
+        "assistant",
+    ]
+    assert wire[2] == {"role": "tool", "content": "sunny", "tool_call_id": "call_1"}
+    assert wire[3] == {
+        "role": "tool",
+        "content": "the chart:\n[1 image in the user message that follows]",
+        "tool_call_id": "call_2",
+    }
+    assert wire[4]["content"] == "[2 images in the user message that follows]"
+    assert wire[5]["content"] == [
+        {"type": "text", "text": "The image returned by tool call call_2 (chart):"},
+        PNG.to_dict(),
+        {"type": "text", "text": "The images returned by tool call call_3 (snap):"},
+        PNG.to_dict(),
+        {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+    ]
+    # The transcript keeps the images where they were.
+    assert messages[3].to_dict()["content"][1] == PNG.to_dict()
+
+
+def test_images_after_the_last_tool_message_still_go() -> None:
+    wire = sent(
+        "http://localhost:8000/v1",
+        [ChatMessage.assistant("", [CALL]), ChatMessage.tool_result(CALL, [PNG])],
+    )
+    assert [m["role"] for m in wire] == ["assistant", "tool", "user"]
+
+
+def test_text_parts_in_a_tool_message_go_as_parts() -> None:
+    (wire,) = sent("http://localhost:8000/v1", [ChatMessage.tool_result(CALL, [TextPart("a")])])
+    assert wire["content"] == [{"type": "text", "text": "a"}]
+
+
+def test_a_stored_history_with_images_and_a_developer_message_goes_as_it_was() -> None:
+    history = [
+        {"role": "developer", "content": "Answer in French."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "https://x/cat.jpg", "detail": "low"}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ],
+        },
+        {"role": "assistant", "content": "Un chat.", "refusal": None, "annotations": []},
+    ]
+    messages = [ChatMessage.from_dict(m) for m in history]
+    wire = sent("https://api.openai.com/v1", messages)
+    assert wire[:2] == history[:2]
+    assert wire[2] == {"role": "assistant", "content": "Un chat."}  # annotations stay behind
+    assert [m.to_dict() for m in messages][2] == {
+        "role": "assistant",
+        "content": "Un chat.",
+        "annotations": [],
+    }
+
+
+def test_every_family_is_listed() -> None:
+    assert set(FAMILIES) == {"openai", "deepseek", "openrouter", "moonshot", "local", "other"}
+    assert not FAMILIES["openai"].takes_reasoning
+
+
+def test_wire_messages_with_no_reasoning_leave_the_message_alone() -> None:
+    message = ChatMessage.assistant("plain")
+    for family in FAMILIES.values():
+        for option in (None, True, False):
+            assert wire_messages([message], family, option) == [message.to_dict()]
+
+
+def test_the_sans_io_halves_import_without_httpx2() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['httpx2'] = None\n"
+        "from trio_invoke.providers.openai import _decode, _wire\n"
+        "from trio_invoke.providers import _sse\n"
+        "assert 'httpx2' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+        "try:\n"
+        "    from trio_invoke import OpenAIChatClient\n"
+        "except ImportError as exc:\n"
+        "    assert 'trio_invoke[openai]' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('imported without httpx2')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,0 +1,332 @@
+"""Content parts: what a message (or a tool's result) holds besides plain text.
+
+Almost every message is text, and ``ChatMessage.content`` stays a ``str`` for them. A message with
+an image holds a tuple of parts instead, in the OpenAI chat-completions shapes:
+
+* :class:`TextPart` -- ``{"type": "text", "text": ...}``
+* :class:`ImagePart` -- ``{"type": "image_url", "image_url": {"url": ..., "detail": ...}}``,
+  the URL either a web address or base64 data (``data:image/png;base64,...``), which the part
+  keeps as ``data`` and ``media_type`` so that other providers' formats can be written from it.
+* :class:`RawPart` -- any other part (``input_audio``, ``file``, ``refusal``, ...), kept exactly as
+  it came so that a stored conversation loads and goes back unchanged.
+
+Keys of a part that trio_invoke does not model (``cache_control`` for prompt caching, say) are kept
+in the part's ``provider_data`` and written back beside the modelled ones: ``part_from_dict(d)``
+and ``part.to_dict()`` round-trip exactly. See ``_messages`` for the same rule on messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, TypeAlias
+
+import attrs
+
+from ._text import wire_json, wire_text
+
+__all__ = [
+    "ContentPart",
+    "ImagePart",
+    "RawPart",
+    "TextPart",
+    "json_copy",
+    "json_object",
+    "part_from_dict",
+    "parts_text",
+    "show",
+    "to_parts",
+    "tool_result_content",
+]
+
+EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
+_DATA_URL: Final = re.compile(
+    r"data:([A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+);base64,(.*)", re.S
+)
+_MEDIA_TYPE: Final = re.compile(r"[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+")
+
+
+def show(value: Mapping[str, Any]) -> str:
+    """A mapping field in a repr: as a plain dict."""
+    return repr(dict(value))
+
+
+def json_copy(value: Any, where: str) -> Any:
+    """A deep copy of a JSON value (tuples become lists).
+
+    Raises:
+        ValueError: ``value`` holds something JSON cannot carry; the message names ``where``.
+    """
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, Mapping):
+        copy: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{where} has a key that is not a string: {key!r}")
+            copy[key] = json_copy(item, f"{where}.{key}")
+        return copy
+    if isinstance(value, list | tuple):
+        return [json_copy(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    raise ValueError(f"{where} must hold JSON values only, got a {type(value).__name__}")
+
+
+def json_object(value: Mapping[str, Any] | None, where: str) -> Mapping[str, Any]:
+    """``value`` (a mapping of JSON values) as a read-only copy; ``None`` is empty."""
+    if value is None or value is EMPTY or (isinstance(value, Mapping) and not value):
+        return EMPTY
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where} must be a mapping, got {value!r}")
+    copied: dict[str, Any] = json_copy(value, where)
+    return MappingProxyType(copied)
+
+
+def _check_extra(data: Mapping[str, Any], modelled: frozenset[str], where: str) -> None:
+    clash = sorted(modelled.intersection(data))
+    if clash:
+        raise ValueError(
+            f"{where} may not set {', '.join(map(repr, clash))}: the part models "
+            f"{'it' if len(clash) == 1 else 'them'} itself"
+        )
+
+
+def _text_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    data = json_object(value, "TextPart.provider_data")
+    _check_extra(data, frozenset({"type", "text"}), "TextPart.provider_data")
+    return data
+
+
+def _image_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    data = json_object(value, "ImagePart.provider_data")
+    _check_extra(data, frozenset({"type", "image_url"}), "ImagePart.provider_data")
+    return data
+
+
+@attrs.frozen
+class TextPart:
+    """A piece of text in a message of several parts."""
+
+    text: str
+    """The text."""
+    provider_data: Mapping[str, Any] = attrs.field(
+        default=EMPTY, kw_only=True, converter=_text_extra, hash=False, repr=show
+    )
+    """The part's keys beyond ``type`` and ``text`` (``cache_control``, ...), kept unchanged."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """This part in the OpenAI format."""
+        return {"type": "text", "text": wire_text(self.text), **wire_json(self.provider_data)}
+
+
+@attrs.frozen
+class ImagePart:
+    """An image: a URL, or base64 data with its media type. Use it in user messages and as (or
+    in) a tool's return value.
+
+    Build one with ``ImagePart(url="https://...")``, ``ImagePart(data=b64, media_type="image/png")``
+    or :meth:`from_bytes`.
+
+    Raises:
+        ValueError: neither or both of ``url`` and ``data``; ``data`` without a ``media_type``
+            such as ``"image/png"``, or data that is not base64.
+    """
+
+    url: str | None = attrs.field(default=None, kw_only=True)
+    """Where the image is (``https://...``), or ``None`` for inline data."""
+    data: str | None = attrs.field(default=None, kw_only=True)
+    """The image's bytes as base64 text, or ``None`` for a URL."""
+    media_type: str | None = attrs.field(default=None, kw_only=True)
+    """With ``data``: its type, such as ``"image/png"``."""
+    detail: str | None = attrs.field(default=None, kw_only=True)
+    """OpenAI's ``detail`` hint (``"low"``, ``"high"``, ``"auto"``), if any."""
+    provider_data: Mapping[str, Any] = attrs.field(
+        default=EMPTY, kw_only=True, converter=_image_extra, hash=False, repr=show
+    )
+    """The part's keys beyond ``type`` and ``image_url``, kept unchanged."""
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("url", "data", "media_type", "detail"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"ImagePart {name} must be a string, got {value!r}")
+        if (self.url is None) == (self.data is None):
+            raise ValueError("an ImagePart needs exactly one of url and data")
+        if self.data is not None:
+            if self.media_type is None or not _MEDIA_TYPE.fullmatch(self.media_type):
+                raise ValueError(
+                    "an ImagePart with data needs a media_type such as 'image/png', "
+                    f"got {self.media_type!r}"
+                )
+            try:
+                base64.b64decode(self.data, validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError("ImagePart data must be base64 text") from None
+        elif self.media_type is not None:
+            raise ValueError("an ImagePart with a url takes no media_type (the server knows it)")
+
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str, *, detail: str | None = None) -> ImagePart:
+        """An image from its bytes (``ImagePart.from_bytes(png, "image/png")``)."""
+        return cls(
+            data=base64.b64encode(data).decode("ascii"), media_type=media_type, detail=detail
+        )
+
+    @property
+    def data_url(self) -> str:
+        """The image as one URL: ``url``, or ``data:{media_type};base64,{data}``."""
+        if self.url is not None:
+            return self.url
+        return f"data:{self.media_type};base64,{self.data}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """This part in the OpenAI format (inline data as a ``data:`` URL)."""
+        image: dict[str, Any] = {"url": self.data_url}
+        if self.detail is not None:
+            image["detail"] = self.detail
+        return {"type": "image_url", "image_url": image, **wire_json(self.provider_data)}
+
+
+def _raw(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    data = json_object(value, "RawPart.data")
+    if not isinstance(data.get("type"), str):
+        raise ValueError(f"RawPart.data needs a string 'type', got {dict(data)!r}")
+    return data
+
+
+@attrs.frozen
+class RawPart:
+    """A content part trio_invoke does not model (audio, a file, a refusal, ...), kept as it came
+    and sent as it is."""
+
+    data: Mapping[str, Any] = attrs.field(converter=_raw, hash=False, repr=show)
+    """The part, in the OpenAI format: a JSON object with a ``type``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The part as it came (its text made valid Unicode, as ``ChatMessage.to_dict`` says)."""
+        copied: dict[str, Any] = wire_json(self.data)
+        return copied
+
+
+ContentPart: TypeAlias = TextPart | ImagePart | RawPart
+"""One part of a message's content."""
+_PARTS: Final = (TextPart, ImagePart, RawPart)
+
+
+def part_from_dict(data: object, where: str = "content part") -> ContentPart:
+    """Read a part in the OpenAI format; ``part.to_dict()`` gives ``data`` back exactly.
+
+    Raises:
+        ValueError: ``data`` is not an object with a string ``type``, or a text or image part has
+            the wrong shape; the message names ``where``.
+    """
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{_q(where)} must be an object, got {_preview(data)}")
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise ValueError(f"{_q(where)} needs a string 'type', got {_preview(kind)}")
+    if kind == "text":
+        text = data.get("text")
+        if not isinstance(text, str):
+            raise ValueError(f"{_q(where, 'text')} must be a string, got {_preview(text)}")
+        extra = {k: v for k, v in data.items() if k not in ("type", "text")}
+        return TextPart(text, provider_data=_extra(extra, where))
+    if kind == "image_url":
+        image = data.get("image_url")
+        if isinstance(image, str):  # some clients write the URL alone; keep that shape
+            return RawPart(_extra(data, where))
+        if not isinstance(image, Mapping):
+            raise ValueError(
+                f"{_q(where, 'image_url')} must be an object with a 'url', got {_preview(image)}"
+            )
+        url, detail = image.get("url"), image.get("detail")
+        if not isinstance(url, str):
+            raise ValueError(f"{_q(where, 'image_url.url')} must be a string, got {_preview(url)}")
+        if detail is not None and not isinstance(detail, str):
+            raise ValueError(
+                f"{_q(where, 'image_url.detail')} must be a string, got {_preview(detail)}"
+            )
+        extra = {k: v for k, v in data.items() if k not in ("type", "image_url")}
+        if set(image) - {"url", "detail"}:
+            return RawPart(_extra(data, where))  # a shape the part cannot write back exactly
+        found = _DATA_URL.fullmatch(url)
+        if found is not None:
+            try:
+                return ImagePart(
+                    data=found.group(2),
+                    media_type=found.group(1),
+                    detail=detail,
+                    provider_data=_extra(extra, where),
+                )
+            except ValueError:
+                pass  # not base64 after all: keep the URL as it is
+        return ImagePart(url=url, detail=detail, provider_data=_extra(extra, where))
+    return RawPart(_extra(data, where))
+
+
+def _q(where: str, field: str = "") -> str:
+    return f"message '{where}.{field}'" if field else f"message '{where}'"
+
+
+def _preview(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _extra(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    # Null values are read as absent, as for messages.
+    copied: dict[str, Any] = json_copy({k: v for k, v in data.items() if v is not None}, where)
+    return copied
+
+
+def to_parts(value: Iterable[ContentPart], where: str = "content") -> tuple[ContentPart, ...]:
+    """``value`` as a tuple of parts.
+
+    Raises:
+        TypeError: an item is not a :data:`ContentPart`; the message names its index.
+    """
+    parts = tuple(value)
+    for index, part in enumerate(parts):
+        if not isinstance(part, _PARTS):
+            raise TypeError(
+                f"{where}[{index}] must be a TextPart, ImagePart or RawPart, "
+                f"got {type(part).__name__}: {part!r}"
+            )
+    return parts
+
+
+def parts_text(parts: Iterable[ContentPart]) -> str:
+    """The text of ``parts``: their text parts, joined."""
+    return "".join(part.text for part in parts if isinstance(part, TextPart))
+
+
+def tool_result_content(value: Any) -> tuple[str, tuple[ContentPart, ...]]:
+    """A tool's return value as the model reads it: ``(text, parts)``.
+
+    A ``str`` goes as it is; an :class:`ImagePart` or :class:`TextPart`, or a list or tuple made
+    only of parts, becomes those parts (``text`` then says what they hold, with ``[image]`` for
+    each image); anything else is compact JSON, with no parts.
+
+    Raises:
+        TypeError, ValueError, RecursionError: the value is not JSON-serialisable.
+    """
+    if isinstance(value, str):
+        return value, ()
+    if isinstance(value, _PARTS):
+        parts: tuple[ContentPart, ...] = (value,)
+    elif isinstance(value, list | tuple) and value and all(isinstance(v, _PARTS) for v in value):
+        parts = tuple(value)
+    else:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False), ()
+    text = "".join(
+        part.text
+        if isinstance(part, TextPart)
+        else "[image]"
+        if isinstance(part, ImagePart)
+        else f"[{part.data['type']}]"
+        for part in parts
+    )
+    return text, parts
