@@ -227,7 +227,7 @@ async def test_lists_every_tool_with_its_schema_and_description(make_server: Any
             assert add.definition.name == "add"
             assert not add.requires_approval
             assert add.call_timeout == 60.0
-            assert not hasattr(add, "timeout")  # the loop's tool_timeout stays in charge
+            assert add.timeout is None  # the loop's tool_timeout stays in charge
             assert server.name == "test-server"
             assert server.available
             assert server.remote_names == {t.name: t.remote_name for t in server.tools}
