@@ -59,10 +59,40 @@ def test_every_line_ending(eol: bytes) -> None:
 
 def test_crlf_split_between_cr_and_lf_is_one_line_end() -> None:
     assert data_of(b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n") == ["a", "b"]
+    # The LF after a CR that ended the last piece is not a second (blank) line: that would
+    # dispatch "a" on its own and start a new event for "b".
+    assert data_of(b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n") == ["a\nb"]
+
+
+CRLF_EVENTS = (
+    b"event: delta\r\ndata: a\r\ndata: b\r\n\r\n"
+    b": keep-alive\r\ndata: c\r\ndata:\r\ndata: d\r\n\r\n"
+    b"id: 7\r\ndata: e\r\n\r\n"
+)
+CRLF_EXPECTED = [
+    ServerSentEvent("a\nb", "delta"),
+    ServerSentEvent("c\n\nd"),
+    ServerSentEvent("e", id="7"),
+]
+
+
+def test_crlf_events_with_several_data_lines_cut_anywhere() -> None:
+    assert parse(CRLF_EVENTS) == CRLF_EXPECTED
+    for cut in range(1, len(CRLF_EVENTS)):
+        assert parse(CRLF_EVENTS[:cut], CRLF_EVENTS[cut:]) == CRLF_EXPECTED, cut
+
+
+def test_crlf_events_cut_after_every_cr() -> None:
+    pieces = CRLF_EVENTS.replace(b"\r", b"\r\0").split(b"\0")  # every piece ends with CR
+    assert all(piece.endswith(b"\r") for piece in pieces[:-1])
+    assert parse(*pieces) == CRLF_EXPECTED
+    assert parse(*(CRLF_EVENTS[i : i + 1] for i in range(len(CRLF_EVENTS)))) == CRLF_EXPECTED
 
 
 def test_lone_cr_at_the_end_of_a_piece_is_a_line_end() -> None:
     assert data_of(b"data: a\r", b"\r", b"data: b\r\r") == ["a", "b"]
+    # A CR ending a piece, then a piece that does not start with LF: the next line is whole.
+    assert data_of(b"data: a\r", b"data: b\r", b"\r") == ["a\nb"]
 
 
 def test_id_persists_and_retry_is_read() -> None:
