@@ -130,5 +130,6 @@ def docs(session: nox.Session) -> None:
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """The benchmark suite: the library beside the bare-Trio floor (not run by default)."""
-    session.install(".[mcp,otel]", "opentelemetry-sdk>=1.27,<2")  # the mcp and telemetry workloads
+    # the mcp, telemetry and process workloads
+    session.install(".[mcp,otel,process]", "opentelemetry-sdk>=1.27,<2")
     session.run("python", "-m", "benchmarks", *session.posargs)

@@ -33,6 +33,7 @@ from ._exceptions import StopLoop as StopLoop
 from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import ToolError as ToolError
+from ._exceptions import ToolProcessError as ToolProcessError
 from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import TrioInvokeError as TrioInvokeError
 from ._function_tool import FunctionTool as FunctionTool
@@ -53,6 +54,7 @@ from ._options import ToolApprovalResponse as ToolApprovalResponse
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedChatClient as ScriptedChatClient
 from ._scripted import ScriptedResponse as ScriptedResponse
+from ._threads import current_default_tool_thread_limiter as current_default_tool_thread_limiter
 from ._tools import ApprovalRequiredTool as ApprovalRequiredTool
 from ._tools import Tool as Tool
 from ._tools import ToolDefinition as ToolDefinition
@@ -131,9 +133,11 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "ToolMiddleware",
+    "ToolProcessError",
     "ToolTimeoutError",
     "TrioInvokeError",
     "Usage",
+    "current_default_tool_thread_limiter",
     "tool",
     "validate_against_schema",
 ]

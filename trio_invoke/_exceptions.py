@@ -14,6 +14,8 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
     ├── ToolTimeoutError (TimeoutError)   a tool call ran out of time (on ToolCalled.exception)
     ├── ToolError                         raised by a tool: its message is the call's result
+    │   └── ToolProcessError (RuntimeError)  a process tool's worker died, or what crosses to
+    │                                        it or back does not pickle
     └── ChatClientError                   the chat client failed; a wrapped original is __cause__
         ├── StreamProtocolError           its updates contradict each other, or are not updates
         ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
@@ -49,6 +51,7 @@ __all__ = [
     "StreamProtocolError",
     "ToolDefinitionError",
     "ToolError",
+    "ToolProcessError",
     "ToolTimeoutError",
     "TrioInvokeError",
 ]
@@ -106,6 +109,18 @@ class ToolError(TrioInvokeError):
             if key not in table:
                 raise ToolError(f"no entry {key!r}; known keys: {', '.join(table)}")
             return table[key]
+    """
+
+
+class ToolProcessError(ToolError, RuntimeError):
+    """A call of a process tool (``@tool(isolation="process")``) failed around the function.
+
+    Its worker process died (``os._exit``, a segfault, a signal), or what crosses between the
+    processes does not pickle: the function, its arguments, its result or the exception it
+    raised. A :class:`ToolError`: its message (which names the tool, types and exit codes, never
+    the tool's data) is the call's error result, and the exception is on
+    ``ToolCalled.exception``. A worker's death is ``__cause__`` when it was seen in this
+    process.
     """
 
 
