@@ -318,7 +318,7 @@ def test_usage_carries_cache_counts_and_adds_them_up() -> None:
     )
     assert Usage().cache_read_input_tokens == Usage().cache_creation_input_tokens == 0
     with pytest.raises(TypeError):
-        Usage(1, 2, 3)  # type: ignore[misc]  # the cache counts are keyword-only
+        Usage(1, 2, 3)  # type: ignore[call-arg]  # the cache counts are keyword-only
 
 
 def test_values_are_frozen() -> None:

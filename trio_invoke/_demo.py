@@ -25,7 +25,7 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -50,6 +50,10 @@ from ._updates import (
     ToolCallEnd,
     ToolCallStart,
 )
+
+if TYPE_CHECKING:  # the clients need an optional extra: imported when --provider asks
+    from .providers.anthropic._client import AnthropicChatClient
+    from .providers.openai._client import OpenAIChatClient
 
 __all__ = ["main"]
 
@@ -494,7 +498,9 @@ def _retry_reporter(printer: Printer, max_retries: int) -> Callable[[Exception, 
     return report
 
 
-def _live_model(args: argparse.Namespace, printer: Printer) -> Any:
+def _live_model(
+    args: argparse.Namespace, printer: Printer
+) -> OpenAIChatClient | AnthropicChatClient:
     """The live model client ``--provider`` names (its extra is installed: ``main`` checked)."""
     settings: dict[str, Any] = {
         "base_url": args.base_url,
