@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from recorded import SOURCES, STREAMS, recorded
 
 from trio_invoke.providers._sse import ServerSentEvent, SSEParser
 
@@ -207,3 +210,37 @@ def test_any_split_of_any_bytes_gives_the_same_events_as_the_whole(
 @given(st.binary(max_size=120))
 def test_byte_at_a_time_equals_the_whole(raw: bytes) -> None:
     assert parse(*(raw[i : i + 1] for i in range(len(raw)))) == parse(raw)
+
+
+# -- the recorded streams: where each came from, and that each is an event stream ------------
+
+
+def test_every_file_of_the_recorded_data_is_listed() -> None:
+    files = {str(p.relative_to(STREAMS)) for p in STREAMS.rglob("*") if p.is_file()}
+    assert files - {"SOURCES.json"} == set(SOURCES)
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_every_recorded_file_has_its_source(name: str) -> None:
+    source = SOURCES[name]
+    repository, path, commit = source["repository"], source["path"], source["commit"]
+    assert source["source"] == f"https://github.com/{repository}/blob/{commit}/{path}"
+    assert len(commit) == 40
+    assert int(commit, 16) >= 0
+    assert source["license"] in ("MIT", "Apache-2.0")
+    assert source["license_source"]
+    assert source["transformations"]
+    raw = recorded(name)
+    assert (len(raw), hashlib.sha256(raw).hexdigest()) == (source["bytes"], source["sha256"])
+    if name.endswith(".json"):
+        assert isinstance(json.loads(raw), dict)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SOURCES if n.endswith(".sse")))
+def test_every_recorded_stream_is_events_of_json_whatever_the_cut(name: str) -> None:
+    raw = recorded(name)
+    events = parse(raw)
+    assert events
+    for event in events:
+        assert event.data == "[DONE]" or isinstance(json.loads(event.data), dict)
+    assert parse(*(raw[i : i + 1] for i in range(len(raw)))) == events

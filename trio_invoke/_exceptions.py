@@ -140,11 +140,18 @@ class ChatClientError(TrioInvokeError):
 class HTTPStatusError(ChatClientError):
     """The model server answered with an HTTP error status (4xx or 5xx).
 
-    ``str(exc)`` reads ``"HTTP 401: Incorrect API key provided ..."``.
+    ``str(exc)`` reads ``"HTTP 401: Incorrect API key provided ..."``, or with the provider's
+    error type ``"HTTP 529: overloaded_error: Overloaded"``.
     """
 
     def __init__(
-        self, status_code: int, message: str, *, body: str = "", retry_after: float | None = None
+        self,
+        status_code: int,
+        message: str,
+        *,
+        body: str = "",
+        retry_after: float | None = None,
+        error_type: str | None = None,
     ) -> None:
         self.status_code = status_code
         """The HTTP status code."""
@@ -155,19 +162,29 @@ class HTTPStatusError(ChatClientError):
         """The response body, as text (possibly truncated)."""
         self.retry_after = retry_after
         """Seconds the server asked to wait before a retry (``Retry-After``), if it said."""
-        super().__init__(f"HTTP {status_code}: {message}")
+        self.error_type = error_type
+        """The provider's name for the error (Anthropic's ``error.type``: ``"rate_limit_error"``,
+        ``"overloaded_error"``, ...), ``None`` when the client does not read one."""
+        kind = f"{error_type}: " if error_type else ""
+        super().__init__(f"HTTP {status_code}: {kind}{message}")
 
     def __reduce__(self) -> tuple[object, ...]:
         return (
             _rebuild_http_status_error,
-            (self.status_code, self.message, self.body, self.retry_after),
+            (self.status_code, self.message, self.body, self.retry_after, self.error_type),
         )
 
 
 def _rebuild_http_status_error(
-    status_code: int, message: str, body: str, retry_after: float | None
+    status_code: int,
+    message: str,
+    body: str,
+    retry_after: float | None,
+    error_type: str | None = None,
 ) -> HTTPStatusError:
-    return HTTPStatusError(status_code, message, body=body, retry_after=retry_after)
+    return HTTPStatusError(
+        status_code, message, body=body, retry_after=retry_after, error_type=error_type
+    )
 
 
 class StreamProtocolError(ChatClientError):
@@ -194,6 +211,19 @@ class ModelResponseError(ChatClientError):
     """The model server's response broke the streaming protocol: a chunk that is not JSON, a
     stream that ended before its finish reason or ``[DONE]``, or an error the server reported
     inside the stream."""
+
+    def __init__(self, message: str, *, error_type: str | None = None) -> None:
+        self.error_type = error_type
+        """For an error the server reported in the stream, its name for it when it gave one
+        (Anthropic's ``"overloaded_error"``, ...); else ``None``."""
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_model_response_error, (str(self), self.error_type))
+
+
+def _rebuild_model_response_error(message: str, error_type: str | None) -> ModelResponseError:
+    return ModelResponseError(message, error_type=error_type)
 
 
 class StopLoop(Exception):  # noqa: N818 -- a signal, like StopIteration, not an error
