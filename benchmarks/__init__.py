@@ -18,6 +18,10 @@ Workloads (``--only NAME``):
 * ``memory``: peak traced memory (``tracemalloc``) of the 10,000-call fan-out.
 * ``eager``: latency saved by starting tools while the model still streams (only when the loop
   takes ``eager_tools=True``; skipped otherwise).
+* ``process``: CPU-bound sync tools in worker processes (``@tool(isolation="process")``) beside
+  the same tools in worker threads: wall time of 4 calls of ~200 ms of CPU each and of 1, the
+  per-call cost of a trivial tool, the first call in a new worker (needs the extra
+  ``trio_invoke[process]``; skipped otherwise).
 
 This is a package, not part of the test suite: it measures, it does not assert (a missed target
 is reported in the table, and the exit status stays 0).

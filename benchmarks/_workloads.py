@@ -9,6 +9,7 @@ looked up in its signature, so the suite keeps working as the loop gains options
 from __future__ import annotations
 
 import gc
+import importlib
 import inspect
 import json
 import statistics
@@ -528,6 +529,137 @@ def mcp(ctx: Context) -> Outcome:
     return run(ctx)
 
 
+def cpu_script(calls: int, n: int) -> Script:
+    """One round of ``calls`` parallel calls of ``crunch(n)``, then a final answer."""
+    updates: list[AgentResponseUpdate] = []
+    for index in range(calls):
+        updates += tool_call_updates(f"call_{index}", "crunch", f'{{"n": {n}}}')
+    return [[*updates, Finish(FinishReason.TOOL_CALLS)], "done"]
+
+
+def process(ctx: Context) -> Outcome:
+    """CPU-bound sync tools in worker processes (``@tool(isolation="process")``) beside the
+    same tools in worker threads (the default): wall time of 4 calls of ~200 ms of CPU each,
+    of 1 such call, the per-call cost of a trivial tool, and the first call in a new worker."""
+    try:
+        trio_parallel: Any = importlib.import_module("trio_parallel")
+        from . import _cpu  # noqa: PLC0415 - needs trio-parallel
+    except ImportError as exc:
+        return Outcome(skipped=[f"process: {exc}"])
+    target = 0.05 if ctx.settings.quick else 0.2
+
+    def seconds(n: int) -> float:
+        """The work's time in this process: the least of 5 runs, the one least disturbed by
+        whatever else the machine runs."""
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            _cpu.work(n)
+            runs.append(time.perf_counter() - start)
+        return min(runs)
+
+    probe = 200_000
+    n = max(1, round(probe * target / seconds(probe)))
+    one_call = seconds(n)  # in this process, no thread, no worker: the floor of the work
+
+    async def checked(tool_: Tool, script: Script) -> None:
+        client = ctx.client_cls(ScriptedChatClient(script), (tool_,))
+        async with client.run(USER) as stream:
+            errors = [u async for u in stream if isinstance(u, ToolCalled) and u.is_error]
+        if errors:
+            raise RuntimeError(f"process: the run reported tool errors, e.g. {errors[0]!r}")
+
+    def wall(calls: int) -> Measured:
+        script = cpu_script(calls, n)
+
+        async def both() -> Measured:
+            await checked(_cpu.crunch, script)  # also starts the workers
+            await checked(_cpu.crunch_in_thread, script)
+            library = ctx.library(script, (_cpu.crunch,))
+            floor = ctx.library(script, (_cpu.crunch_in_thread,))
+            return await measure_pair(library, floor, ctx.settings)
+
+        return trio.run(both)
+
+    def trip(tool_: Tool) -> Side:
+        def setup() -> Callable[[], Any]:
+            async def run() -> None:
+                await tool_.execute({})
+
+            return run
+
+        return setup
+
+    async def trips() -> tuple[Measured, int]:
+        await _cpu.trivial.execute({})  # a warm worker
+        tokens = trio_parallel.current_default_worker_limiter().total_tokens
+        measured = await measure_pair(
+            trip(_cpu.trivial), trip(_cpu.trivial_in_thread), ctx.settings
+        )
+        return measured, tokens
+
+    async def first_calls() -> tuple[list[float], list[float]]:
+        cold: list[float] = []
+        warm: list[float] = []
+        for _ in range(ctx.settings.repeat):
+            async with trio_parallel.cache_scope():  # a new worker context: no worker yet
+                start = time.perf_counter()
+                await _cpu.trivial.execute({})
+                cold.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                await _cpu.trivial.execute({})
+                warm.append(time.perf_counter() - start)
+        return cold, warm
+
+    four, single = wall(4), wall(1)
+    per_trip, tokens = trio.run(trips)
+    cold, warm = trio.run(first_calls)
+    first = Measured(tuple(cold), tuple(warm), (1, 1))
+    note = (
+        f"library column: @tool(isolation='process'); floor column: the same tool in a worker "
+        f"thread (the default); each call {n:,} iterations of pure-Python arithmetic, "
+        f"{one_call * 1e3:.0f} ms called directly in this process; at most {tokens} worker "
+        "processes at once (trio-parallel's default limiter: one per CPU)"
+    )
+    return Outcome(
+        [
+            Row(
+                "process",
+                f"wall, 4 calls x {one_call * 1e3:.0f} ms CPU",
+                four.library_median,
+                four.floor_median,
+                data=four,
+                note=note,
+                extra={"iterations": n, "one_call_in_process": one_call},
+            ),
+            Row(
+                "process",
+                f"wall, 1 call x {one_call * 1e3:.0f} ms CPU",
+                single.library_median,
+                single.floor_median,
+                data=single,
+            ),
+            Row(
+                "process",
+                "per call, trivial tool, warm worker",
+                per_trip.library_median,
+                per_trip.floor_median,
+                data=per_trip,
+            ),
+            Row(
+                "process",
+                "first call in a new worker",
+                first.library_median,
+                first.floor_median,
+                data=first,
+                note="floor column here: the next call in the same worker (a fresh "
+                "trio_parallel.cache_scope() per sample; the worker starts a Python interpreter "
+                "and imports the tool's module)",
+            ),
+        ]
+    )
+
+
 def http(ctx: Context) -> Outcome:
     from ._http import http as run  # noqa: PLC0415 -- it imports this module
 
@@ -556,6 +688,7 @@ WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "eager": eager,
     "telemetry": telemetry,
     "mcp": mcp,
+    "process": process,
     "http": http,
     "conversations": conversations,
     "agents": agents,

@@ -75,10 +75,16 @@ intersphinx_timeout = 10
 # private classes that annotations mention, and private helpers the docstrings name.
 nitpick_ignore_regex = [
     ("py:class", r"httpx\..*"),
+    ("py:class", r"httpx2\..*"),
+    ("py:class", r"opentelemetry\..*"),
+    ("py:class", r"mcp_types\..*"),
+    ("py:class", r"os\.PathLike"),
+    ("py:class", r"ProviderFamily"),
+    ("py:attr", r"protocol"),
     ("py:class", r"hypothesis\..*"),
     ("py:class", r"[PR]"),
     ("py:obj", r"trio_invoke\._function_tool\.[PR]"),
-    ("py:class", r"trio_invoke\._.*"),
+    ("py:class", r"trio_invoke\.(.*\.)?_.*"),
     ("py:func", r"compile_validator|parse_arguments"),
 ]
 

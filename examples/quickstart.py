@@ -1,10 +1,13 @@
 """Quick start: an agent with one tool, streamed as it runs.
 
 Offline by default, on a scripted model (no network, no API key); pass --base-url and --model
-for any OpenAI-compatible server (needs the extra trio-invoke[openai]):
+for any OpenAI-compatible server (needs the extra trio-invoke[openai]), or --provider anthropic
+and --model for Anthropic's Messages API (needs trio-invoke[anthropic]; --base-url defaults to
+$ANTHROPIC_BASE_URL, else https://api.anthropic.com, the key to $ANTHROPIC_API_KEY):
 
     python examples/quickstart.py
     python examples/quickstart.py --base-url http://localhost:11434/v1 --model llama3.2
+    python examples/quickstart.py --provider anthropic --model claude-haiku-4-5
 """
 
 from __future__ import annotations
@@ -51,7 +54,12 @@ def scripted_model() -> ScriptedChatClient:
 async def main(args: argparse.Namespace) -> None:
     async with contextlib.AsyncExitStack() as stack:
         model: ChatClient = scripted_model()
-        if args.base_url:
+        if args.provider == "anthropic":
+            from trio_invoke import AnthropicChatClient
+
+            claude = AnthropicChatClient(args.model, base_url=args.base_url, api_key=args.api_key)
+            model = await stack.enter_async_context(claude)
+        elif args.base_url:
             from trio_invoke import OpenAIChatClient
 
             live = OpenAIChatClient(args.model, base_url=args.base_url, api_key=args.api_key)
@@ -77,6 +85,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: offline)")
     parser.add_argument("--model", default="llama3.2", help="the model at --base-url")
     parser.add_argument("--api-key", help="default: $OPENAI_API_KEY")
+    parser.add_argument(
+        "--provider",
+        choices=["openai", "anthropic"],
+        default="openai",
+        help="anthropic: Anthropic's Messages API (--base-url optional)",
+    )
     return parser.parse_args()
 
 

@@ -1,5 +1,7 @@
 """A stand-in for a live OpenAI-compatible model server, on 127.0.0.1, for the examples' and
-the README's ``--base-url`` paths: real HTTP and real SSE through ``OpenAIChatClient``.
+the README's ``--base-url`` paths: real HTTP and real SSE through ``OpenAIChatClient``; and
+one speaking Anthropic's Messages API (:func:`loopback_anthropic_model`), for
+``AnthropicChatClient``'s.
 
 It answers from what it is sent, the way a simple model would: with tools offered (and
 ``tool_choice`` not ``"none"``) and no tool result yet since the last user message, it calls
@@ -93,3 +95,51 @@ def loopback_model() -> SSEServer:
     """A server to start with ``await nursery.start(server.serve)``; ``server.url`` is the
     ``base_url``."""
     return SSEServer(respond=respond)
+
+
+def _event(kind: str, **data: Any) -> str:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+
+def respond_anthropic(request: Request) -> Reply:
+    """As :func:`respond`, in the Messages API's shapes (``POST /v1/messages``)."""
+    body = request.json
+    messages = body["messages"]
+    tools = body.get("tools", [])
+    last = messages[-1]["content"] if messages else []
+    results = [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"]
+    start = {"id": "msg_loopback", "type": "message", "role": "assistant", "content": [],
+             "usage": {"input_tokens": len(messages) * 10, "output_tokens": 1}}  # fmt: skip
+    events = [_event("message_start", message=start)]
+    if tools and not results and body.get("tool_choice", {}).get("type") != "none":
+        for index, definition in enumerate(tools):
+            block = {"type": "tool_use", "id": f"toolu_lb{len(messages)}_{index}",
+                     "name": definition["name"], "input": {}}  # fmt: skip
+            piece = json.dumps(arguments_for(definition["input_schema"]))
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            events += [
+                _event("content_block_start", index=index, content_block=block),
+                _event("content_block_delta", index=index, delta=delta),
+                _event("content_block_stop", index=index),
+            ]
+        stop = "tool_use"
+    else:
+        said = [b["content"] if isinstance(b["content"], str) else "" for b in results]
+        text = "The tools said: " + "; ".join(said) if said else "Hello from the loopback model."
+        events += [
+            _event("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+            _event("content_block_delta", index=0, delta={"type": "text_delta", "text": text}),
+            _event("content_block_stop", index=0),
+        ]
+        stop = "end_turn"
+    events += [
+        _event("message_delta", delta={"stop_reason": stop}, usage={"output_tokens": 7}),
+        _event("message_stop"),
+    ]
+    return Reply(["".join(events).encode()], paced=False)
+
+
+def loopback_anthropic_model() -> SSEServer:
+    """A Messages API server to start with ``await nursery.start(server.serve)``;
+    ``server.root`` is the ``base_url``."""
+    return SSEServer(respond=respond_anthropic)

@@ -1,4 +1,4 @@
-"""A small HTTP/1.1 server on 127.0.0.1 that replays scripted responses, for the OpenAI client's
+"""A small HTTP/1.1 server on 127.0.0.1 that replays scripted responses, for the HTTP clients'
 tests: real sockets and real HTTP, no mocks of httpx2.
 
 Each request takes the next :class:`Reply`: a status, headers, and a body written in the given
@@ -96,7 +96,13 @@ class SSEServer:
 
     @property
     def url(self) -> str:
+        """The OpenAI-style base URL (``.../v1``)."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root(self) -> str:
+        """The server's root, the base URL of APIs whose paths start with ``/v1`` (Anthropic)."""
+        return f"http://127.0.0.1:{self.port}"
 
     def add(self, *replies: Reply) -> None:
         self.replies.extend(replies)
@@ -138,7 +144,8 @@ class SSEServer:
         """Write ``reply``; return whether the connection stays open for another request."""
         if reply.ending == "silent":
             return await self._stall(stream)
-        phrase = http.HTTPStatus(reply.status).phrase
+        known = reply.status in http.HTTPStatus._value2member_map_
+        phrase = http.HTTPStatus(reply.status).phrase if known else ""  # 529: Anthropic's own
         head = [f"HTTP/1.1 {reply.status} {phrase}", f"Content-Type: {reply.content_type}"]
         head.append(
             "Transfer-Encoding: chunked" if reply.framing == "chunked" else "Connection: close"

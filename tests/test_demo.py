@@ -269,6 +269,83 @@ async def test_demo_against_a_live_openai_compatible_server(nursery: trio.Nurser
     assert [r.json["model"] for r in server.requests] == ["llama3.2"] * 3
 
 
+async def test_demo_against_anthropics_messages_api(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anthropic_streams import message_end, message_start, text_block, thinking_block, tool_block
+    from sse_server import Reply, SSEServer
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-demo")
+    server = SSEServer(
+        [
+            Reply.error(
+                529,
+                {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            ),
+            Reply(
+                [
+                    message_start()
+                    + thinking_block(0, "Multiply.")
+                    + tool_block(1, "toolu_9", "calculate", '{"expression": "6 * 7"}')
+                    + message_end("tool_use")
+                ]
+            ),
+            Reply([message_start() + text_block(0, "It is 42.") + message_end()]),
+        ]
+    )
+    await nursery.start(server.serve)
+    out = io.StringIO()
+    argv = [
+        "--provider",
+        "anthropic",
+        "--base-url",
+        server.root,
+        "--model",
+        "claude-x",
+        "--no",
+        "6*7?",
+    ]
+    args = _demo.parse_args(argv)
+    with trio.fail_after(30):
+        messages = await _demo.amain(args, _demo.Printer(out), delay=0)
+    text = out.getvalue()
+    assert f"model: claude-x at {server.root}" in text
+    assert "  retrying after HTTP 529, 1 of 2 (in " in text
+    assert "thinking: Multiply." in text
+    assert "<- [ok] calculate" in text
+    assert messages[-1] == ChatMessage.assistant("It is 42.")
+    assert [r.path for r in server.requests] == ["/v1/messages"] * 3
+    assert server.requests[0].headers["x-api-key"] == "sk-ant-demo"
+    assert server.requests[2].json["messages"][1]["content"][0]["type"] == "thinking"
+
+
+def test_provider_anthropic_needs_a_model_and_defaults_its_base_url(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(SystemExit):
+        _demo.parse_args(["--provider", "anthropic"])
+    assert "error: --provider anthropic needs --model" in capsys.readouterr().err
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    args = _demo.parse_args(["--provider", "anthropic", "--model", "claude-x"])
+    assert args.live
+    model = _demo._live_model(args, _demo.Printer(io.StringIO()))
+    assert model.url == "https://api.anthropic.com/v1/messages"
+    with pytest.raises(SystemExit):
+        _demo.parse_args(["--provider", "mistral", "--model", "m"])
+
+
+def test_a_missing_anthropic_extra_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "trio_invoke.providers.anthropic._client", None)
+    code = _demo.main(["--provider", "anthropic", "--model", "claude-x", "--no", "hi"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert err.startswith("error: --provider anthropic needs the extra trio-invoke[anthropic]")
+    assert 'm pip install ".[anthropic]"' in err
+
+
 def test_live_server_failure_is_a_clear_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -281,10 +358,20 @@ def test_live_server_failure_is_a_clear_error(
     assert capsys.readouterr().err.startswith("error: ")
 
 
-@pytest.mark.parametrize("argv", [["--base-url", "http://127.0.0.1:9/v1"], ["--model", "llama3.2"]])
-def test_base_url_and_model_go_together(argv: list[str]) -> None:
-    with pytest.raises(SystemExit):
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--base-url", "http://127.0.0.1:9/v1"], "--base-url needs --model"),
+        (["--model", "llama3.2"], "--model needs --base-url, or --provider anthropic"),
+    ],
+)
+def test_base_url_and_model_go_together(
+    argv: list[str], why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
         _demo.parse_args(argv)
+    assert info.value.code == 2  # argparse's usage error
+    assert f"error: {why}" in capsys.readouterr().err
 
 
 async def test_demo_with_an_mcp_server(nursery: trio.Nursery) -> None:
@@ -319,9 +406,13 @@ async def test_demo_with_an_mcp_server(nursery: trio.Nursery) -> None:
     "argv",
     [["--mcp", "python server.py"], ["--base-url", "http://x/v1", "--model", "m", "--mcp", " "]],
 )
-def test_mcp_needs_base_url_and_a_command(argv: list[str]) -> None:
-    with pytest.raises(SystemExit):
+def test_mcp_needs_base_url_and_a_command(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
         _demo.parse_args(argv)
+    assert info.value.code == 2  # argparse's usage error
+    assert "--mcp" in capsys.readouterr().err
 
 
 def test_an_mcp_server_that_cannot_start_is_a_clear_error(

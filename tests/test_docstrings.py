@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import doctest
+import re
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -23,3 +25,23 @@ def test_docstring_examples_run(module: ModuleType) -> None:
     assert results.failed == 0
     if module is trio_invoke:
         assert results.attempted >= 9  # FinishReason, ToolApprovalRequest, validate_against_schema
+
+
+REFERENCE = {
+    "trio_invoke": "api.rst",
+    "trio_invoke.testing": "testing.rst",
+    "trio_invoke.mcp": "mcp.rst",
+    "trio_invoke.otel": "otel.rst",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE))
+def test_every_public_name_is_in_the_reference(name: str) -> None:
+    """docs/ has an entry for each name in the module's ``__all__`` (and its lazy names)."""
+    module = pytest.importorskip(name)  # the extras' modules: the tests session has them all
+    docs = Path(__file__).parent.parent / "docs"
+    pages = {REFERENCE[name], "api.rst"}  # a name re-exported from trio_invoke is there
+    text = "".join((docs / page).read_text() for page in pages)
+    documented = {n.rsplit(".", 1)[-1] for n in re.findall(r"^\.\. auto\w+:: ([\w.]+)", text, re.M)}
+    public = set(module.__all__) | set(getattr(module, "_LAZY", ()))
+    assert public - documented == set(), f"docs/{REFERENCE[name]} lacks them"

@@ -4,6 +4,7 @@ server on loopback (tests/loopback_model.py), each as a real process."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from types import ModuleType
 import pytest
 import trio
 import trio.testing
-from loopback_model import loopback_model
+from loopback_model import loopback_anthropic_model, loopback_model
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -128,6 +129,36 @@ async def test_example_runs_against_a_live_server(name: str, tmp_path: Path) -> 
     check(out, LIVE_EXPECTED[name])
     assert server.requests, "the example never asked the server"
     assert {r.json["model"] for r in server.requests} == {"loopback-model"}
+
+
+async def test_the_quickstart_against_anthropics_messages_api(tmp_path: Path) -> None:
+    server = loopback_anthropic_model()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        live = ["--provider", "anthropic", "--base-url", server.root, "--model", "claude-x"]
+        with trio.fail_after(120):
+            done = await trio.run_process(
+                [sys.executable, str(EXAMPLES / "quickstart.py"), *live],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                cwd=tmp_path,
+                env={**os.environ, "ANTHROPIC_API_KEY": "sk-ant-loopback"},
+            )
+        nursery.cancel_scope.cancel()
+    out = done.stdout.decode()
+    assert done.returncode == 0, out + done.stderr.decode()
+    check(out, LIVE_EXPECTED["quickstart.py"])
+    assert [r.path for r in server.requests] == ["/v1/messages"] * 2
+    assert server.requests[0].headers["x-api-key"] == "sk-ant-loopback"
+
+
+def test_every_example_takes_base_url_and_model() -> None:
+    """The examples' convention: offline as shipped, live with --base-url URL --model NAME."""
+    for name in EXPECTED:
+        text = (EXAMPLES / name).read_text(encoding="utf-8")
+        assert '"--base-url"' in text, name
+        assert '"--model"' in text, name
 
 
 def load(name: str) -> ModuleType:

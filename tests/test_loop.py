@@ -35,16 +35,14 @@ from trio_invoke import (
     Usage,
     tool,
 )
-from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_call_updates
+from trio_invoke.testing import (
+    assert_transcript_valid,
+    run_to_completion,
+    tool_call_updates,
+    tool_calls_response,
+)
 
 USER = [ChatMessage.user("hi")]
-
-
-def tool_round(*calls: tuple[str, str, str], usage: Usage | None = None) -> list[Any]:
-    updates: list[Any] = []
-    for call_id, name, arguments in calls:
-        updates += tool_call_updates(call_id, name, arguments)
-    return [*updates, Finish(FinishReason.TOOL_CALLS, usage)]
 
 
 @tool
@@ -65,11 +63,27 @@ async def boom() -> str:
     raise RuntimeError("kaput")
 
 
+@tool
+async def nap(seconds: float) -> str:
+    """Sleep for a while."""
+    await trio.sleep(seconds)
+    return f"slept {seconds:g}"
+
+
 def of_type(updates: Any, kind: type) -> list[Any]:
     return [u for u in updates if isinstance(u, kind)]
 
 
-# -- end of stream without tool calls ---------------------------------------------------------
+def json_error(text: str) -> str:
+    """Python's own explanation of why ``text`` is not JSON (the oracle for error results)."""
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        return str(exc)
+    raise AssertionError(f"{text!r} is JSON")
+
+
+# -- end of stream without tool calls -------------------------------------------------------------
 
 
 async def test_answer_without_tools_finishes_with_stop() -> None:
@@ -92,13 +106,15 @@ async def test_stream_without_finish_counts_as_stop() -> None:
     assert result.updates[-1] == Finish(FinishReason.STOP, None)
 
 
-# -- tools run, results go back, the loop goes round --------------------------------------------
+# -- tools run, results go back, the loop goes round ----------------------------------------------
 
 
 async def test_tool_round_then_answer() -> None:
     model = ScriptedChatClient(
         [
-            tool_round(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "echo", '{"text": "hi"}')),
+            tool_calls_response(
+                ToolCall("c1", "add", '{"a": 1, "b": 2}'), ToolCall("c2", "echo", '{"text": "hi"}')
+            ),
             "done",
         ]
     )
@@ -118,7 +134,7 @@ async def test_tool_round_then_answer() -> None:
 
 
 async def test_model_stream_is_forwarded_as_it_arrives() -> None:
-    model = ScriptedChatClient([tool_round(("c1", "echo", '{"text": "x"}')), "ok"])
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c1", "echo", '{"text": "x"}')), "ok"])
     result = await run_to_completion(FunctionInvokingChatClient(model, [echo]), USER)
     kinds = [type(u).__name__ for u in result.updates]
     assert kinds == [
@@ -140,9 +156,9 @@ async def test_calls_run_concurrently_and_report_in_completion_order(
 
     model = ScriptedChatClient(
         [
-            tool_round(
-                ("slow", "wait", '{"seconds": 3, "name": "slow"}'),
-                ("fast", "wait", '{"seconds": 1, "name": "fast"}'),
+            tool_calls_response(
+                ToolCall("slow", "wait", '{"seconds": 3, "name": "slow"}'),
+                ToolCall("fast", "wait", '{"seconds": 1, "name": "fast"}'),
             ),
             "done",
         ]
@@ -189,13 +205,18 @@ async def test_one_failing_tool_does_not_cancel_its_siblings(
         return text
 
     model = ScriptedChatClient(
-        [tool_round(("c1", "boom", "{}"), ("c2", "slow_echo", '{"text": "alive"}')), "ok"]
+        [
+            tool_calls_response(
+                ToolCall("c1", "boom", "{}"), ToolCall("c2", "slow_echo", '{"text": "alive"}')
+            ),
+            "ok",
+        ]
     )
     with trio.fail_after(60):
         result = await run_to_completion(FunctionInvokingChatClient(model, [boom, slow_echo]), USER)
     results = {c.call.id: c for c in of_type(result.updates, ToolCalled)}
     assert results["c1"].is_error
-    assert "RuntimeError" in results["c1"].result
+    assert results["c1"].result == "Error: tool 'boom' raised RuntimeError"
     assert isinstance(results["c1"].exception, RuntimeError)
     assert results["c2"] == ToolCalled(results["c2"].call, "alive", is_error=False)
     assert results["c2"].exception is None
@@ -203,36 +224,44 @@ async def test_one_failing_tool_does_not_cancel_its_siblings(
 
 async def test_text_and_tool_calls_share_the_assistant_message() -> None:
     model = ScriptedChatClient(
-        [[TextDelta("Let me add. "), *tool_round(("c1", "add", '{"a": 1, "b": 1}'))], "2"]
+        [
+            [
+                TextDelta("Let me add. "),
+                *tool_calls_response(ToolCall("c1", "add", '{"a": 1, "b": 1}')),
+            ],
+            "2",
+        ]
     )
     result = await run_to_completion(FunctionInvokingChatClient(model, [add]), USER)
     assert result.messages[0].content == "Let me add. "
     assert result.messages[0].tool_calls == (ToolCall("c1", "add", '{"a": 1, "b": 1}'),)
 
 
-# -- per call: parse, validate, find, execute --------------------------------------------------
+# -- per call: parse, validate, find, execute -----------------------------------------------------
+
+
+INVALID = "Error: invalid arguments for tool 'add': "
 
 
 @pytest.mark.parametrize(
     ("name", "arguments", "expected"),
     [
-        ("add", '{"a": 1, ', ["invalid JSON arguments", "'add'"]),
-        ("add", "[1, 2]", ["must be a JSON object", "array"]),
-        ("add", '{"a": 1}', ["missing required field 'b'"]),
-        ("add", '{"a": 1, "b": "two"}', ["'b'", "integer", "string"]),
-        ("nope", "{}", ["unknown tool 'nope'", "add"]),
-        ("boom", "{}", ["'boom'", "RuntimeError"]),
+        ("add", '{"a": 1, ', INVALID + "invalid JSON arguments: " + json_error('{"a": 1, ')),
+        ("add", "[1, 2]", INVALID + "arguments must be a JSON object, got array"),
+        ("add", '{"a": 1}', INVALID + "missing required field 'b'"),
+        ("add", '{"a": 1, "b": "two"}', INVALID + "field 'b': expected integer, got string"),
+        ("nope", "{}", "Error: unknown tool 'nope'. Available tools: add, boom"),
+        ("boom", "{}", "Error: tool 'boom' raised RuntimeError"),
     ],
 )
 async def test_bad_calls_become_error_results_naming_the_problem(
-    name: str, arguments: str, expected: list[str]
+    name: str, arguments: str, expected: str
 ) -> None:
-    model = ScriptedChatClient([tool_round(("c1", name, arguments)), "sorry"])
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c1", name, arguments)), "sorry"])
     result = await run_to_completion(FunctionInvokingChatClient(model, [add, boom]), USER)
     (called,) = of_type(result.updates, ToolCalled)
     assert called.is_error
-    for fragment in expected:
-        assert fragment in called.result
+    assert called.result == expected
     assert result.messages[1].content == called.result
     assert result.updates[-1] == Finish(FinishReason.STOP)  # the model got to answer
 
@@ -266,7 +295,7 @@ async def test_results_are_strings_or_compact_json(value: Any, text: str) -> Non
         """Give the value."""
         return value
 
-    model = ScriptedChatClient([tool_round(("c1", "give", "{}")), "ok"])
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c1", "give", "{}")), "ok"])
     result = await run_to_completion(FunctionInvokingChatClient(model, [give]), USER)
     assert result.messages[1].content == text
 
@@ -277,12 +306,28 @@ async def test_unserialisable_result_is_an_error_result() -> None:
         """Give an object."""
         return object()
 
-    model = ScriptedChatClient([tool_round(("c1", "give", "{}")), "ok"])
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c1", "give", "{}")), "ok"])
     result = await run_to_completion(FunctionInvokingChatClient(model, [give]), USER)
     (called,) = of_type(result.updates, ToolCalled)
     assert called.is_error
-    assert "object" in called.result
-    assert "JSON-serialisable" in called.result
+    assert called.result == "Error: tool 'give' returned an object, which is not JSON-serialisable"
+
+
+async def test_a_result_too_deep_for_json_is_an_error_result_not_a_crash() -> None:
+    @tool
+    async def deep() -> Any:
+        """A very nested value."""
+        value: list[Any] = []
+        for _ in range(100_000):
+            value = [value]
+        return value
+
+    model = ScriptedChatClient([tool_calls_response(ToolCall("a", "deep", "{}")), "ok"])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [deep]), USER)
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert called.is_error
+    assert called.result == "Error: tool 'deep' returned a list, which is not JSON-serialisable"
+    assert result.updates[-1] == Finish(FinishReason.STOP)
 
 
 async def test_sync_tools_run_in_a_worker_thread() -> None:
@@ -295,17 +340,20 @@ async def test_sync_tools_run_in_a_worker_thread() -> None:
         """Whether this runs off the main thread."""
         return threading.get_ident() != main
 
-    model = ScriptedChatClient([tool_round(("c1", "where", "{}")), "ok"])
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c1", "where", "{}")), "ok"])
     result = await run_to_completion(FunctionInvokingChatClient(model, [where]), USER)
     assert result.messages[1].content == "true"
 
 
-# -- max_rounds -------------------------------------------------------------------------------
+# -- max_rounds, and what construction refuses ----------------------------------------------------
 
 
 @pytest.mark.parametrize("max_rounds", [1, 3])
 async def test_round_cap_finishes_with_max_rounds(max_rounds: int) -> None:
-    rounds = [tool_round((f"c{i}", "add", '{"a": 1, "b": 1}'), usage=Usage(1, 1)) for i in range(5)]
+    rounds = [
+        tool_calls_response(ToolCall(f"c{i}", "add", '{"a": 1, "b": 1}'), usage=Usage(1, 1))
+        for i in range(5)
+    ]
     model = ScriptedChatClient(rounds)
     client = FunctionInvokingChatClient(model, [add], max_rounds=max_rounds)
     result = await run_to_completion(client, USER)
@@ -332,13 +380,19 @@ def test_duplicate_tool_names_are_a_value_error() -> None:
         FunctionInvokingChatClient(ScriptedChatClient([]), [add, other])
 
 
-# -- Finish, usage, tool definitions ----------------------------------------------------------
+def test_a_loop_inside_a_loop_is_refused() -> None:
+    inner = FunctionInvokingChatClient(ScriptedChatClient([]))
+    with pytest.raises(ConfigurationError, match="run its tool calls again"):
+        FunctionInvokingChatClient(inner)
+
+
+# -- Finish, usage, what the inner client is given ------------------------------------------------
 
 
 async def test_tool_calls_finish_is_hidden_and_usage_is_summed() -> None:
     model = ScriptedChatClient(
         [
-            tool_round(("c1", "add", '{"a": 1, "b": 2}'), usage=Usage(10, 2)),
+            tool_calls_response(ToolCall("c1", "add", '{"a": 1, "b": 2}'), usage=Usage(10, 2)),
             [TextDelta("3"), Finish(FinishReason.STOP, Usage(15, 1))],
         ]
     )
@@ -351,7 +405,10 @@ async def test_tool_calls_finish_is_hidden_and_usage_is_summed() -> None:
 
 async def test_usage_is_summed_over_rounds_that_report_it() -> None:
     model = ScriptedChatClient(
-        [tool_round(("c1", "add", '{"a": 1, "b": 2}')), [Finish(FinishReason.STOP, Usage(3, 4))]]
+        [
+            tool_calls_response(ToolCall("c1", "add", '{"a": 1, "b": 2}')),
+            [Finish(FinishReason.STOP, Usage(3, 4))],
+        ]
     )
     result = await run_to_completion(FunctionInvokingChatClient(model, [add]), USER)
     assert result.updates[-1] == Finish(FinishReason.STOP, Usage(3, 4))
@@ -367,7 +424,27 @@ async def test_inner_client_is_offered_the_tool_definitions() -> None:
     assert model.calls[0].options.cancel_scope is None
 
 
-# -- provider tools ---------------------------------------------------------------------------
+async def test_the_inner_client_gets_a_snapshot_of_the_conversation() -> None:
+    model = ScriptedChatClient(
+        [tool_calls_response(ToolCall("a", "nap", '{"seconds": 0}')), "done"]
+    )
+    await run_to_completion(FunctionInvokingChatClient(model, [nap]), USER)
+    assert [len(call.messages) for call in model.calls] == [1, 3]
+
+
+@pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "nap"}}])
+async def test_a_forcing_tool_choice_applies_to_the_first_round_only(choice: Any) -> None:
+    model = ScriptedChatClient(
+        [tool_calls_response(ToolCall("a", "nap", '{"seconds": 0}')), "done"]
+    )
+    client = FunctionInvokingChatClient(model, [nap])
+    result = await run_to_completion(client, USER, RunOptions(tool_choice=choice))
+    assert model.calls[0].options.tool_choice == choice
+    assert model.calls[1].options.tool_choice is None
+    assert result.messages[-1] == ChatMessage.assistant("done")
+
+
+# -- provider tools -------------------------------------------------------------------------------
 
 
 async def test_provider_tools_add_new_names_and_replace_only_with_approval_versions() -> None:
@@ -377,7 +454,12 @@ async def test_provider_tools_add_new_names_and_replace_only_with_approval_versi
         return 0
 
     model = ScriptedChatClient(
-        [tool_round(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "echo", '{"text": "p"}')), "ok"]
+        [
+            tool_calls_response(
+                ToolCall("c1", "add", '{"a": 1, "b": 2}'), ToolCall("c2", "echo", '{"text": "p"}')
+            ),
+            "ok",
+        ]
     )
     client = FunctionInvokingChatClient(model, [add])
     options = RunOptions(provider_tools=[other_add, echo])
@@ -385,14 +467,14 @@ async def test_provider_tools_add_new_names_and_replace_only_with_approval_versi
     assert [m.content for m in result.messages[1:3]] == ["3", "p"]  # static add kept
     assert [d.name for d in model.calls[0].options.tools] == ["add", "echo"]
 
-    model = ScriptedChatClient([tool_round(("c1", "add", '{"a": 1, "b": 2}'))])
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c1", "add", '{"a": 1, "b": 2}'))])
     client = FunctionInvokingChatClient(model, [add])
     options = RunOptions(provider_tools=[ApprovalRequiredTool(other_add)])
     result = await run_to_completion(client, USER, options)
     assert result.updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
 
 
-# -- approval ---------------------------------------------------------------------------------
+# -- approval -------------------------------------------------------------------------------------
 
 
 def approval_client(*rounds: Any, executed: list[str]) -> FunctionInvokingChatClient:
@@ -415,10 +497,10 @@ def approval_client(*rounds: Any, executed: list[str]) -> FunctionInvokingChatCl
 async def test_approval_pauses_the_batch_and_runs_nothing() -> None:
     executed: list[str] = []
     client = approval_client(
-        tool_round(
-            ("c1", "look", '{"path": "a"}'),
-            ("c2", "delete", '{"path": "a"}'),
-            ("c3", "delete", '{"path": "b"}'),
+        tool_calls_response(
+            ToolCall("c1", "look", '{"path": "a"}'),
+            ToolCall("c2", "delete", '{"path": "a"}'),
+            ToolCall("c3", "delete", '{"path": "b"}'),
         ),
         executed=executed,
     )
@@ -434,10 +516,10 @@ async def test_approval_pauses_the_batch_and_runs_nothing() -> None:
 
 async def test_resume_runs_approved_rejects_rejected_and_runs_the_rest() -> None:
     executed: list[str] = []
-    first = tool_round(
-        ("c1", "look", '{"path": "a"}'),
-        ("c2", "delete", '{"path": "a"}'),
-        ("c3", "delete", '{"path": "b"}'),
+    first = tool_calls_response(
+        ToolCall("c1", "look", '{"path": "a"}'),
+        ToolCall("c2", "delete", '{"path": "a"}'),
+        ToolCall("c3", "delete", '{"path": "b"}'),
     )
     client = approval_client(first, "all done", executed=executed)
     paused = await run_to_completion(client, USER)
@@ -466,7 +548,9 @@ async def test_resume_runs_approved_rejects_rejected_and_runs_the_rest() -> None
 
 async def test_resume_is_json_serialisable_across_processes() -> None:
     executed: list[str] = []
-    client = approval_client(tool_round(("c1", "delete", '{"path": "x"}')), "ok", executed=executed)
+    client = approval_client(
+        tool_calls_response(ToolCall("c1", "delete", '{"path": "x"}')), "ok", executed=executed
+    )
     paused = await run_to_completion(client, USER)
     wire = json.dumps([m.to_dict() for m in [*USER, *paused.messages]])
     restored = [ChatMessage.from_dict(d) for d in json.loads(wire)]
@@ -490,7 +574,9 @@ async def test_approval_responses_must_match_pending_calls(
 ) -> None:
     executed: list[str] = []
     client = approval_client(
-        tool_round(("c1", "look", '{"path": "a"}'), ("c2", "delete", '{"path": "a"}')),
+        tool_calls_response(
+            ToolCall("c1", "look", '{"path": "a"}'), ToolCall("c2", "delete", '{"path": "a"}')
+        ),
         executed=executed,
     )
     paused = await run_to_completion(client, USER)
@@ -518,7 +604,7 @@ async def test_pending_calls_without_approval_need_run_on_resume() -> None:
     assert_transcript_valid([*conversation, *result.messages])
 
 
-# -- the inner client fails -------------------------------------------------------------------
+# -- the inner client fails -----------------------------------------------------------------------
 
 
 async def test_inner_exception_propagates_chained_after_earlier_updates() -> None:
@@ -554,7 +640,7 @@ async def test_inner_failure_after_tool_calls_answers_them() -> None:
     assert isinstance(info.value.__cause__, ValueError)
     (called,) = of_type(seen, ToolCalled)
     assert called.is_error
-    assert "not run" in called.result
+    assert called.result == "Error: not run: the chat client failed (ChatClientError)"
     assert_transcript_valid([*USER, *stream.messages])
 
 
@@ -586,7 +672,18 @@ async def test_exception_in_the_callers_block_is_not_wrapped() -> None:
                 raise KeyError("mine")
 
 
-# -- cancellation -----------------------------------------------------------------------------
+async def test_a_users_own_exception_group_stays_whole() -> None:
+    group = ExceptionGroup("mine", [KeyError("k")])
+    client = FunctionInvokingChatClient(ScriptedChatClient(["hi"]))
+    with pytest.raises(ExceptionGroup) as info:
+        async with client.run(USER) as stream:
+            async for _ in stream:
+                raise group
+    assert info.value.message == "mine"  # not unwrapped to the bare KeyError
+    assert [type(e) for e in info.value.exceptions] == [KeyError]
+
+
+# -- cancellation ---------------------------------------------------------------------------------
 
 
 class GatedModel:
@@ -663,7 +760,12 @@ async def test_cancel_while_tools_run_keeps_finished_results(
         return f"slept {seconds:g}"
 
     model = ScriptedChatClient(
-        [tool_round(("fast", "wait", '{"seconds": 1}'), ("slow", "wait", '{"seconds": 100}'))]
+        [
+            tool_calls_response(
+                ToolCall("fast", "wait", '{"seconds": 1}'),
+                ToolCall("slow", "wait", '{"seconds": 100}'),
+            )
+        ]
     )
     scope = trio.CancelScope()
     scope.deadline = trio.current_time() + 5
@@ -676,6 +778,22 @@ async def test_cancel_while_tools_run_keeps_finished_results(
     called = of_type(result.updates, ToolCalled)
     assert [(c.call.id, c.is_error) for c in called] == [("fast", False), ("slow", True)]
     assert result.updates[-1] == Error("cancelled")
+
+
+async def test_usage_counts_even_when_the_run_is_cancelled_during_the_tools(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    scope = trio.CancelScope()
+    scope.deadline = trio.current_time() + 5
+    model = ScriptedChatClient(
+        [tool_calls_response(ToolCall("a", "nap", '{"seconds": 100}'), usage=Usage(100, 50))]
+    )
+    async with FunctionInvokingChatClient(model, [nap]).run(
+        USER, RunOptions(cancel_scope=scope)
+    ) as stream:
+        async for _ in stream:
+            pass
+    assert stream.usage == Usage(100, 50)
 
 
 async def test_cancel_before_start_ends_with_cancelled_and_adds_nothing() -> None:
@@ -704,7 +822,9 @@ async def test_leaving_the_block_early_cancels_tools_before_it_exits(
             state.append("cleaned up")
         return "never"  # pragma: no cover
 
-    model = ScriptedChatClient([[TextDelta("go"), *tool_round(("c1", "hang", "{}"))]])
+    model = ScriptedChatClient(
+        [[TextDelta("go"), *tool_calls_response(ToolCall("c1", "hang", "{}"))]]
+    )
     client = FunctionInvokingChatClient(model, [hang])
     with trio.fail_after(10):
         async with client.run(USER) as stream:
@@ -717,9 +837,29 @@ async def test_leaving_the_block_early_cancels_tools_before_it_exits(
     assert stream.messages[1].content == "Error: cancelled"
 
 
+async def test_an_outer_cancellation_leaves_as_a_bare_cancelled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    caught: list[type[BaseException]] = []
+    model = ScriptedChatClient([tool_calls_response(ToolCall("a", "nap", '{"seconds": 100}'))])
+    with trio.move_on_after(5):
+        try:
+            async with FunctionInvokingChatClient(model, [nap]).run(USER) as stream:
+                async for _ in stream:
+                    pass
+        except trio.Cancelled as exc:
+            caught.append(type(exc))
+            raise
+    assert caught == [trio.Cancelled]
+    assert_transcript_valid([*USER, *stream.messages])
+
+
 async def test_get_response_collects_a_run() -> None:
     model = ScriptedChatClient(
-        [tool_round(("c1", "add", '{"a": 2, "b": 3}'), usage=Usage(1, 1)), "It is 5."]
+        [
+            tool_calls_response(ToolCall("c1", "add", '{"a": 2, "b": 3}'), usage=Usage(1, 1)),
+            "It is 5.",
+        ]
     )
     response = await FunctionInvokingChatClient(model, [add]).get_response(USER)
     assert response.text == "It is 5."
@@ -738,7 +878,9 @@ async def test_get_response_reports_cancellation_and_approvals() -> None:
     assert response.error == "cancelled"
 
     executed: list[str] = []
-    client = approval_client(tool_round(("c1", "delete", '{"path": "p"}')), executed=executed)
+    client = approval_client(
+        tool_calls_response(ToolCall("c1", "delete", '{"path": "p"}')), executed=executed
+    )
     response = await client.get_response(USER)
     assert response.finish_reason is FinishReason.AWAITING_APPROVAL
     assert [r.call.id for r in response.approval_requests] == ["c1"]

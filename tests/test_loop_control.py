@@ -3,6 +3,7 @@ stopping from a tool, approval integrity and eager start."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ import trio.testing
 
 from trio_invoke import (
     ApprovalError,
+    ApprovalRequiredTool,
+    ChatClientError,
     ChatMessage,
     ConfigurationError,
     Finish,
@@ -27,16 +30,14 @@ from trio_invoke import (
     ToolTimeoutError,
     tool,
 )
-from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_call_updates
+from trio_invoke.testing import (
+    assert_transcript_valid,
+    run_to_completion,
+    tool_call_updates,
+    tool_calls_response,
+)
 
 USER = [ChatMessage.user("go")]
-
-
-def calls_round(*calls: tuple[str, str, str]) -> list[Any]:
-    updates: list[Any] = []
-    for call_id, name, arguments in calls:
-        updates += tool_call_updates(call_id, name, arguments)
-    return [*updates, Finish(FinishReason.TOOL_CALLS)]
 
 
 def called(result: Any) -> dict[str, ToolCalled]:
@@ -63,7 +64,13 @@ async def test_a_call_that_runs_out_gets_an_error_naming_the_limit(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     model = ScriptedChatClient(
-        [calls_round(("slow", "nap", '{"seconds": 10}'), ("fast", "nap", '{"seconds": 1}')), "ok"]
+        [
+            tool_calls_response(
+                ToolCall("slow", "nap", '{"seconds": 10}'),
+                ToolCall("fast", "nap", '{"seconds": 1}'),
+            ),
+            "ok",
+        ]
     )
     client = FunctionInvokingChatClient(model, [nap], tool_timeout=2)
     with trio.fail_after(100):
@@ -85,17 +92,41 @@ async def test_timeouts_per_tool_and_per_run(autojump_clock: trio.testing.MockCl
         return "done"
 
     script = [
-        calls_round(("a", "quick", '{"seconds": 1}'), ("b", "nap", '{"seconds": 3}')),
+        tool_calls_response(
+            ToolCall("a", "quick", '{"seconds": 1}'), ToolCall("b", "nap", '{"seconds": 3}')
+        ),
         "ok",
     ]
     client = FunctionInvokingChatClient(ScriptedChatClient(script), [quick, nap], tool_timeout=5)
     results = called(await run_to_completion(client, USER))
-    assert "timed out after 0.5 s" in results["a"].result  # the tool's own limit wins
+    assert results["a"].result == "Error: tool 'quick' timed out after 0.5 s"  # its own limit
     assert results["b"].result == "slept 3"
 
     client = FunctionInvokingChatClient(ScriptedChatClient(script), [quick, nap], tool_timeout=5)
     results = called(await run_to_completion(client, USER, RunOptions(tool_timeout=2)))
-    assert "timed out after 2 s" in results["b"].result  # the run's override
+    assert results["b"].result == "Error: tool 'nap' timed out after 2 s"  # the run's override
+
+
+async def test_approval_wrapper_keeps_the_tools_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    @tool(timeout=1)
+    async def slow() -> str:
+        """Slow."""
+        await trio.sleep(3600)
+        return "never"
+
+    guarded = ApprovalRequiredTool(slow)
+    assert guarded.timeout == 1
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient([tool_calls_response(ToolCall("s", "slow", "{}")), "ok"]), [guarded]
+    )
+    paused = await run_to_completion(client, USER)
+    (request,) = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    options = RunOptions(tool_approval_responses=[request.approve()])
+    with trio.fail_after(60):
+        resumed = await run_to_completion(client, [*USER, *paused.messages], options)
+    assert resumed.messages[0].content == "Error: tool 'slow' timed out after 1 s"
 
 
 # -- concurrency --------------------------------------------------------------------------------
@@ -119,7 +150,9 @@ def counting_tool() -> tuple[Any, list[int], list[str]]:
 
 
 def six_calls() -> list[Any]:
-    return calls_round(*((f"c{i}", "work", f'{{"name": "c{i}"}}') for i in range(6)))
+    return tool_calls_response(
+        *(ToolCall(f"c{i}", "work", f'{{"name": "c{i}"}}') for i in range(6))
+    )
 
 
 async def test_max_concurrency_caps_calls_in_flight(autojump_clock: trio.testing.MockClock) -> None:
@@ -173,8 +206,12 @@ async def test_max_tool_calls_counts_across_rounds_in_call_order(
 ) -> None:
     work, _, order = counting_tool()
     script = [
-        calls_round(("a", "work", '{"name": "a"}'), ("b", "work", '{"name": "b"}')),
-        calls_round(("c", "work", '{"name": "c"}'), ("d", "work", '{"name": "d"}')),
+        tool_calls_response(
+            ToolCall("a", "work", '{"name": "a"}'), ToolCall("b", "work", '{"name": "b"}')
+        ),
+        tool_calls_response(
+            ToolCall("c", "work", '{"name": "c"}'), ToolCall("d", "work", '{"name": "d"}')
+        ),
         "ok",
     ]
     client = FunctionInvokingChatClient(ScriptedChatClient(script), [work], max_tool_calls=3)
@@ -193,35 +230,119 @@ async def test_max_tool_calls_counts_across_rounds_in_call_order(
     }
 
 
-async def test_consecutive_failed_rounds_withhold_the_tools() -> None:
-    failing = calls_round(("x", "broken", "{}"))
+@pytest.mark.parametrize(
+    ("first", "failed"),
+    [
+        (("broken", "{}"), "Error: tool 'broken' raised PermissionError"),
+        (("nope", "{}"), "Error: unknown tool 'nope'. Available tools: work, broken"),
+        (
+            ("work", '{"name": 1}'),
+            "Error: invalid arguments for tool 'work': field 'name': expected string, got integer",
+        ),
+    ],
+    ids=["the tool raised", "unknown tool", "invalid arguments"],
+)
+async def test_the_budget_counts_calls_that_failed(
+    first: tuple[str, str], failed: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    work, _, order = counting_tool()
     script = [
-        [*tool_call_updates("c1", "broken", "{}"), Finish(FinishReason.TOOL_CALLS)],
-        [*tool_call_updates("c2", "broken", "{}"), Finish(FinishReason.TOOL_CALLS)],
-        [*tool_call_updates("c3", "broken", "{}"), Finish(FinishReason.TOOL_CALLS)],
-        failing,  # the model calls again although no tools were offered
+        tool_calls_response(ToolCall("a", *first), ToolCall("b", "work", '{"name": "b"}')),
+        tool_calls_response(
+            ToolCall("c", "work", '{"name": "c"}'), ToolCall("d", "work", '{"name": "d"}')
+        ),
+        "ok",
+    ]
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient(script), [work, broken], max_tool_calls=3
+    )
+    result = await run_to_completion(client, USER)
+    results = called(result)
+    assert results["a"].result == failed
+    assert sorted(order) == ["b", "c"]  # the failed call spent one of the three
+    assert results["d"].result == "Error: not run: this run's budget of tool calls is spent"
+    assert_transcript_valid([*USER, *result.messages])
+
+
+async def test_the_budget_counts_calls_the_user_rejected(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    work, _, order = counting_tool()
+    guarded = ApprovalRequiredTool(broken)
+    script = [
+        tool_calls_response(ToolCall("a", "broken", "{}"), ToolCall("b", "work", '{"name": "b"}')),
+        tool_calls_response(
+            ToolCall("c", "work", '{"name": "c"}'), ToolCall("d", "work", '{"name": "d"}')
+        ),
+        "ok",
+    ]
+    client = FunctionInvokingChatClient(ScriptedChatClient(script), [work, guarded])
+    paused = await run_to_completion(client, USER)
+    (request,) = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    conversation = [*USER, *paused.messages]
+    options = RunOptions(tool_approval_responses=[request.reject("no")], max_tool_calls=3)
+    result = await run_to_completion(client, conversation, options)
+    results = called(result)
+    assert results["a"].result == "Error: the user rejected this call: no"
+    assert sorted(order) == ["b", "c"]  # the rejected call spent one of the three
+    assert results["d"].result == "Error: not run: this run's budget of tool calls is spent"
+    assert_transcript_valid([*conversation, *result.messages])
+
+
+async def test_consecutive_failed_rounds_withhold_the_tools() -> None:
+    script = [
+        tool_calls_response(ToolCall("c1", "broken", "{}")),
+        tool_calls_response(ToolCall("c2", "broken", "{}")),
+        tool_calls_response(ToolCall("c3", "broken", "{}")),
+        # the model calls again although the tools are withheld
+        tool_calls_response(ToolCall("x", "broken", "{}")),
     ]
     model = ScriptedChatClient(script)
     client = FunctionInvokingChatClient(model, [broken], max_consecutive_errors=3)
     result = await run_to_completion(client, USER)
     assert [call.options.tool_choice for call in model.calls] == [None, None, None, "none"]
-    assert called(result)["x"].result.startswith("Error: not run: tools are disabled after 3")
+    assert called(result)["x"].result == (
+        "Error: not run: tools are disabled after 3 rounds in a row in which every call failed"
+    )
     assert result.updates[-1] == Finish(FinishReason.STOP)
     assert_transcript_valid([*USER, *result.messages])
 
 
-async def test_a_success_resets_the_error_streak() -> None:
+FAILS = ToolCall("f", "broken", "{}")
+WORKS = ToolCall("w", "nap", '{"seconds": 0}')
+
+
+@pytest.mark.parametrize(
+    "middle",
+    [(WORKS,), (FAILS, WORKS), (WORKS, FAILS)],
+    ids=["a success", "a failure and a success", "a success and a failure"],
+)
+async def test_a_success_resets_the_error_streak(middle: tuple[ToolCall, ...]) -> None:
+    """A round in which any call succeeded resets the streak to zero: the tools are withheld
+    only after two more failed rounds (a withheld round still lists the tools, so look at
+    ``tool_choice``)."""
+
+    def round_of(n: int, *calls: ToolCall) -> list[Any]:
+        return tool_calls_response(*(ToolCall(f"{c.id}{n}", c.name, c.arguments) for c in calls))
+
     script = [
-        calls_round(("a", "broken", "{}")),
-        calls_round(("b", "nap", '{"seconds": 0}')),
-        calls_round(("c", "broken", "{}")),
+        round_of(1, FAILS),
+        round_of(2, *middle),
+        round_of(3, FAILS),
+        round_of(4, FAILS),
         "done",
     ]
     model = ScriptedChatClient(script)
     client = FunctionInvokingChatClient(model, [broken, nap], max_consecutive_errors=2)
     result = await run_to_completion(client, USER)
+    assert [call.options.tool_choice for call in model.calls] == [None, None, None, None, "none"]
     assert all(len(call.options.tools) == 2 for call in model.calls)
+    results = called(result)
+    assert results["w2"].result == "slept 0"
+    for call_id in ("f1", "f3", "f4"):
+        assert results[call_id].result == "Error: tool 'broken' raised PermissionError"
     assert result.messages[-1] == ChatMessage.assistant("done")
+    assert result.updates[-1] == Finish(FinishReason.STOP)
 
 
 # -- the round cap's answer mode ----------------------------------------------------------------
@@ -229,8 +350,10 @@ async def test_a_success_resets_the_error_streak() -> None:
 
 @pytest.mark.parametrize("last", ["Here is what I found.", None])
 async def test_answer_mode_makes_one_last_call_without_tools(last: str | None) -> None:
-    rounds = [calls_round((f"c{i}", "nap", '{"seconds": 0}')) for i in range(2)]
-    final = last if last is not None else calls_round(("late", "nap", '{"seconds": 0}'))
+    rounds = [tool_calls_response(ToolCall(f"c{i}", "nap", '{"seconds": 0}')) for i in range(2)]
+    final = (
+        last if last is not None else tool_calls_response(ToolCall("late", "nap", '{"seconds": 0}'))
+    )
     model = ScriptedChatClient([*rounds, final])
     client = FunctionInvokingChatClient(model, [nap], max_rounds=2, on_max_rounds="answer")
     result = await run_to_completion(client, USER)
@@ -251,20 +374,29 @@ async def test_answer_mode_makes_one_last_call_without_tools(last: str | None) -
 
 @pytest.mark.parametrize("detailed", [False, True])
 async def test_error_detail_is_opt_in(detailed: bool) -> None:
-    script = [calls_round(("a", "broken", "{}"), ("b", "nap", '{"seconds": "x"}')), "ok"]
+    script = [
+        tool_calls_response(
+            ToolCall("a", "broken", "{}"), ToolCall("b", "nap", '{"seconds": "x"}')
+        ),
+        "ok",
+    ]
     client = FunctionInvokingChatClient(
         ScriptedChatClient(script), [broken, nap], include_detailed_errors=detailed
     )
     results = called(await run_to_completion(client, USER))
     assert isinstance(results["a"].exception, PermissionError)  # the caller always gets it
-    assert "PermissionError" in results["a"].result
-    assert ("hunter2" in results["a"].result) is detailed
-    assert "field 'seconds'" in results["b"].result  # argument errors always go in full
+    assert results["a"].result == "Error: tool 'broken' raised PermissionError" + (
+        ": token=hunter2" if detailed else ""
+    )
+    assert results["b"].result == (  # argument errors always go in full
+        "Error: invalid arguments for tool 'nap': field 'seconds': expected number, got string"
+    )
 
 
 async def test_successful_calls_carry_no_exception() -> None:
     client = FunctionInvokingChatClient(
-        ScriptedChatClient([calls_round(("a", "nap", '{"seconds": 0}')), "ok"]), [nap]
+        ScriptedChatClient([tool_calls_response(ToolCall("a", "nap", '{"seconds": 0}')), "ok"]),
+        [nap],
     )
     assert called(await run_to_completion(client, USER))["a"].exception is None
 
@@ -281,7 +413,11 @@ async def test_stop_loop_ends_the_run_after_the_batch(
         raise StopLoop(f"submitted {answer}")
 
     model = ScriptedChatClient(
-        [calls_round(("s", "submit", '{"answer": "42"}'), ("n", "nap", '{"seconds": 5}'))]
+        [
+            tool_calls_response(
+                ToolCall("s", "submit", '{"answer": "42"}'), ToolCall("n", "nap", '{"seconds": 5}')
+            )
+        ]
     )
     result = await run_to_completion(FunctionInvokingChatClient(model, [submit, nap]), USER)
     results = called(result)
@@ -306,7 +442,7 @@ def approval_setup() -> tuple[FunctionInvokingChatClient, list[dict[str, Any]]]:
         return f"sent {amount} to {to}"
 
     model = ScriptedChatClient(
-        [calls_round(("t", "transfer", '{"amount": 10, "to": "bob"}')), "ok", "ok"]
+        [tool_calls_response(ToolCall("t", "transfer", '{"amount": 10, "to": "bob"}')), "ok", "ok"]
     )
     return FunctionInvokingChatClient(model, [transfer]), done
 
@@ -372,8 +508,34 @@ async def test_invalid_replacement_arguments_are_an_error_result() -> None:
     options = RunOptions(tool_approval_responses=[request.approve(arguments='{"amount": "lots"}')])
     result = await run_to_completion(client, conversation, options)
     assert done == []
-    assert "missing required field 'to'" in result.messages[0].content
-    assert "[arguments replaced by the user" in result.messages[0].content
+    assert result.messages[0].content == (
+        '[arguments replaced by the user: {"amount": "lots"}] '
+        "Error: invalid arguments for tool 'transfer': missing required field 'to'; "
+        "field 'amount': expected integer, got string"
+    )
+
+
+async def test_unserialisable_replacement_arguments_fail_before_anything_runs() -> None:
+    done: list[Any] = []
+
+    @tool(requires_approval=True)
+    async def book(day: str) -> str:
+        """Book a day."""
+        done.append(day)
+        return "booked"
+
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient([tool_calls_response(ToolCall("b", "book", '{"day": "mon"}')), "ok"]),
+        [book],
+    )
+    paused = await run_to_completion(client, USER)
+    (request,) = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    answer = request.approve(arguments={"day": datetime.date(2026, 1, 1)})
+    with pytest.raises(ApprovalError, match="'b' are not JSON-serialisable"):
+        await run_to_completion(
+            client, [*USER, *paused.messages], RunOptions(tool_approval_responses=[answer])
+        )
+    assert done == []
 
 
 # -- eager start --------------------------------------------------------------------------------
@@ -450,6 +612,24 @@ async def test_eager_start_stops_at_the_first_call_needing_approval(
     assert ran[0] == "a"
     assert sorted(ran[1:]) == ["c", "change b"]  # resumed concurrently
     assert_transcript_valid([*conversation, *resumed.messages])
+
+
+async def test_eager_calls_cut_by_a_failing_stream_say_so(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ScriptedChatClient(
+        [[*tool_call_updates("a", "nap", '{"seconds": 10}'), TextDelta("..."), OSError("reset")]],
+        delay=1,
+    )
+    seen: list[Any] = []
+    client = FunctionInvokingChatClient(model, [nap], eager_tools=True)
+    with pytest.raises(ChatClientError):
+        async with client.run(USER) as stream:
+            async for update in stream:
+                seen.append(update)
+    (called,) = [u for u in seen if isinstance(u, ToolCalled)]
+    assert called.result == "Error: cancelled: the chat client failed (ChatClientError)"
+    assert_transcript_valid([*USER, *stream.messages])
 
 
 # -- configuration ------------------------------------------------------------------------------

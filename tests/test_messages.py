@@ -305,6 +305,22 @@ def test_usage_adds_up() -> None:
         Usage() + 1  # type: ignore[operator]
 
 
+def test_usage_carries_cache_counts_and_adds_them_up() -> None:
+    cached = Usage(2300, 5, cache_read_input_tokens=2000, cache_creation_input_tokens=300)
+    total = cached + Usage(10, 20) + cached
+    assert total == Usage(4610, 30, cache_read_input_tokens=4000, cache_creation_input_tokens=600)
+    assert total.total_tokens == 4640
+    assert Usage(1, 2) == Usage(1, 2, cache_read_input_tokens=0)
+    assert Usage(1, 2) != Usage(1, 2, cache_creation_input_tokens=1)
+    assert repr(Usage(1, 2)) == "Usage(input_tokens=1, output_tokens=2)"
+    assert repr(Usage(3, 4, cache_read_input_tokens=5)) == (
+        "Usage(input_tokens=3, output_tokens=4, cache_read_input_tokens=5)"
+    )
+    assert Usage().cache_read_input_tokens == Usage().cache_creation_input_tokens == 0
+    with pytest.raises(TypeError):
+        Usage(1, 2, 3)  # type: ignore[call-arg]  # the cache counts are keyword-only
+
+
 def test_values_are_frozen() -> None:
     import attrs
 

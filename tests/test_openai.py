@@ -16,6 +16,7 @@ import httpx2
 import pytest
 import trio
 import trio.testing
+from recorded import recorded, recorded_json
 from sse_server import Reply, Request, SSEServer
 
 import trio_invoke
@@ -349,6 +350,24 @@ async def test_crlf_and_keep_alive_comments_cut_between_cr_and_lf(server: SSESer
     assert await stream_updates(client_for(server)) == OPENAI_TEXT_UPDATES
 
 
+async def test_a_chunk_over_several_crlf_data_lines_cut_at_every_cr(server: SSEServer) -> None:
+    # One event may carry its JSON over several data lines (joined with "\n", still JSON); with
+    # CRLF line ends a parser that forgets a CR at the end of a piece ends the event at the
+    # following LF and dispatches half a chunk. Cut after every CR of the body.
+    chunk = json.dumps(openai_chunk({"content": "Café ☕"}), indent=1).split("\n")
+    raw = b"".join(f"data: {line}\r\n".encode() for line in chunk) + b"\r\n"
+    raw += OPENAI_TEXT.replace(b"\n", b"\r\n")
+    ends = [i + 1 for i, byte in enumerate(raw) if byte == ord("\r")]
+    server.add(Reply(cut_at(raw, ends)))
+    expected = [TextDelta("Café ☕"), *OPENAI_TEXT_UPDATES]
+    assert await stream_updates(client_for(server)) == expected
+
+
+def cut_at(raw: bytes, points: list[int]) -> list[bytes]:
+    bounds = [0, *points, len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
 async def test_usage_may_come_with_the_finish_chunk_and_done_may_be_missing(
     server: SSEServer,
 ) -> None:
@@ -561,6 +580,18 @@ def test_http_status_error_pickles_with_its_attributes() -> None:
         "HTTP 429: Rate limit reached",
     )
     assert isinstance(copy, trio_invoke.ChatClientError)
+    assert copy.error_type is None
+    typed = pickle.loads(
+        pickle.dumps(HTTPStatusError(529, "Overloaded", error_type="overloaded_error"))
+    )
+    assert (typed.error_type, str(typed)) == (
+        "overloaded_error",
+        "HTTP 529: overloaded_error: Overloaded",
+    )
+    streamed = pickle.loads(
+        pickle.dumps(ModelResponseError("the stream broke", error_type="api_error"))
+    )
+    assert (str(streamed), streamed.error_type) == ("the stream broke", "api_error")
 
 
 @pytest.mark.parametrize(
@@ -1173,6 +1204,53 @@ async def test_get_response_exposes_the_reasoning(nursery: trio.Nursery) -> None
         response = await agent.get_response(USER)
     assert (response.text, response.reasoning) == ("Sunny, 14:05.", "Both came back.")
     assert response.messages[0].reasoning == "Weather first, then the clock."
+
+
+async def test_recorded_openrouter_rounds_send_reasoning_details_back(server: SSEServer) -> None:
+    name = "openrouter/claude-sonnet-4-reasoning_details-tool-call"
+    server.add(
+        Reply(cut(recorded(f"{name}.sse"), 97)), Reply(cut(recorded(f"{name}.turn2.sse"), 61))
+    )
+    accepted = recorded_json(f"{name}.turn2.request.json")
+
+    @tool
+    async def weather(location: str) -> str:
+        """Get weather information for a location."""
+        return "40 C"
+
+    # The server is on loopback, whose family sends reasoning back by default, as the
+    # recorded exchange's openrouter.ai does.
+    agent = FunctionInvokingChatClient(client_for(server), [weather])
+    messages = [
+        ChatMessage.system("You are a helpful assistant"),
+        ChatMessage.user("What's the weather in Florence, Italy?"),
+    ]
+    with trio.fail_after(20):
+        response = await agent.get_response(messages)
+    assert response.finish_reason is FinishReason.STOP
+    assert response.text.startswith("The current weather in Florence, Italy is 40°C")
+    assert response.usage == Usage(424 + 549, 110 + 54)
+    ours = next(m for m in server.requests[1].json["messages"] if m["role"] == "assistant")
+    theirs = next(m for m in accepted["messages"] if m["role"] == "assistant")
+    assert ours["tool_calls"] == theirs["tool_calls"]
+    [detail] = ours["reasoning_details"]
+    [recorded_detail] = theirs["reasoning_details"]
+    assert detail["signature"] == recorded_detail["signature"]
+    assert (detail["type"], detail["format"], detail["index"]) == (
+        "reasoning.text",
+        "anthropic-claude-v1",
+        0,
+    )
+    # The recording client dropped the reasoning's first piece from what it sent back; ours
+    # sends all of it, in both fields.
+    assert detail["text"] == ours["reasoning"]
+    assert ours["reasoning"].endswith(theirs["reasoning"])
+    assert ours["reasoning"].startswith("The user is asking for weather information for")
+    assert server.requests[1].json["messages"][-1] == {
+        "role": "tool",
+        "content": "40 C",
+        "tool_call_id": "toolu_vrtx_01NRAptSJVJEik354SSeQZAs",
+    }
 
 
 async def test_a_history_with_images_and_a_developer_message_is_sent_as_it_is(

@@ -1,6 +1,15 @@
-"""The OpenAI chunk decoder on what providers really stream: reasoning (DeepSeek, vLLM,
-OpenRouter, ...), reasoning_details, tool-call deltas keyed oddly. Sans-IO: bytes in through the
-SSE parser, updates out, cut anywhere.
+"""The OpenAI chunk decoder (``trio_invoke.providers.openai._decode``), sans-IO: bytes in through
+the SSE parser (or each event's data), updates out, cut anywhere; no HTTP and no httpx.
+
+What providers really stream: reasoning (DeepSeek, vLLM, OpenRouter, ...), reasoning_details,
+tool-call deltas keyed oddly. And usage: a response's usage is the last usage the stream
+reported. Some servers send it more than once -- vLLM and SGLang with
+``stream_options.continuous_usage_stats`` put the running counts on every chunk, then the totals
+in a usage chunk of its own -- and the counts are running totals, never increments: the last one
+stands, nothing is added up.
+
+The recorded streams of DeepSeek, OpenRouter, Z.ai's GLM and llama.cpp's server in
+tests/data/streams are cut anywhere too.
 """
 
 from __future__ import annotations
@@ -11,8 +20,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from recorded import recorded, recorded_json, streams
 
 from trio_invoke import (
     ChatMessage,
@@ -384,3 +394,292 @@ def test_a_string_choice_index_is_choice_zero() -> None:
         "[DONE]",
     )
     assert decode([raw]) == [TextDelta("hi"), Finish(FinishReason.STOP)]
+
+
+# -- recorded streams (tests/data/streams, sources in SOURCES.json) ---------------------------
+
+RECORDED = [n for p in ("deepseek", "openrouter", "zai", "llamacpp") for n in streams(p)]
+
+
+def outcome(pieces: list[bytes]) -> list[AgentResponseUpdate]:
+    """The updates of a body fed in ``pieces``; a recorded error counts as one more update, so
+    that a stream that ends in an error compares the same way under every split."""
+    parser, decoder = SSEParser(), ChunkDecoder()
+    updates: list[AgentResponseUpdate] = []
+    try:
+        for piece in pieces:
+            for event in parser.feed(piece):
+                updates += decoder.event(event)
+        return updates + decoder.end_of_body()
+    except ModelResponseError as exc:
+        return [*updates, TextDelta(f"<raised {exc}>")]
+
+
+def test_the_recorded_openai_compatible_streams_are_there() -> None:
+    assert len(RECORDED) == 6
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_a_recorded_stream_decodes_the_same_one_byte_at_a_time(name: str) -> None:
+    raw = recorded(name)
+    expected = outcome([raw])
+    assert isinstance(expected[-1], Finish) or name.endswith("error.sse")
+    assert outcome([raw[i : i + 1] for i in range(len(raw))]) == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", RECORDED)
+def test_a_recorded_stream_decodes_the_same_cut_in_two_at_every_byte(name: str) -> None:
+    raw = recorded(name)
+    expected = outcome([raw])
+    for point in range(1, len(raw)):
+        assert outcome([raw[:point], raw[point:]]) == expected, point
+
+
+@settings(max_examples=60)
+@given(st.sampled_from(RECORDED), st.data())
+def test_a_recorded_stream_decodes_the_same_under_any_split(name: str, data: st.DataObject) -> None:
+    raw = recorded(name)
+    points = data.draw(st.lists(st.integers(1, len(raw) - 1), max_size=40))
+    assert outcome(cuts(raw, points)) == outcome([raw])
+
+
+def test_recorded_deepseek_reasoning_then_a_tool_call() -> None:
+    updates = decode([recorded("deepseek/deepseek-v4-flash-reasoning_content-tool-call.sse")])
+    reasoning = [u for u in updates if isinstance(u, ReasoningDelta)]
+    assert len(reasoning) == 17  # the first chunk's "" is no piece
+    assert all(u.field == "reasoning_content" for u in reasoning)
+    first_call = next(i for i, u in enumerate(updates) if isinstance(u, ToolCallStart))
+    assert updates[:first_call] == reasoning  # all of it before the call
+    message = message_of(updates)
+    assert message is not None
+    assert message.reasoning == (
+        "The user asks about the weather in San Francisco. I should use the weather tool."
+    )
+    assert message.tool_calls == (
+        ToolCall("call_00_IhCAliIHtM9gKpgfqbBV9873", "weather", '{"location": "San Francisco"}'),
+    )
+    assert updates[-1] == Finish(FinishReason.TOOL_CALLS, Usage(374, 61))
+
+
+OPENROUTER = "openrouter/claude-sonnet-4-reasoning_details-tool-call"
+
+
+def test_recorded_openrouter_reasoning_details_merge_into_what_openrouter_takes_back() -> None:
+    updates = decode([recorded(f"{OPENROUTER}.sse")])
+    message = message_of(updates)
+    assert message is not None
+    request = recorded_json(f"{OPENROUTER}.turn2.request.json")
+    sent = next(m for m in request["messages"] if m["role"] == "assistant")
+    assert message.reasoning_field == "reasoning"
+    assert message.tool_calls == tuple(ToolCall.from_dict(c) for c in sent["tool_calls"])
+    ours, theirs = message.provider_data["reasoning_details"], sent["reasoning_details"]
+    assert len(ours) == len(theirs) == 1  # the text pieces and the signature: one item
+
+    def without_text(item: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in item.items() if k != "text"}
+
+    assert without_text(ours[0]) == without_text(theirs[0])  # signature, format, index, type
+    # The client that recorded the exchange sent the text back without its first piece (and
+    # OpenRouter took it); the merge keeps every piece, as the stream sent them.
+    assert ours[0]["text"] == message.reasoning
+    assert message.reasoning.startswith("The user is asking for weather information for")
+    assert message.reasoning.endswith(theirs[0]["text"])
+    assert message.reasoning.endswith(sent["reasoning"])
+
+
+def test_recorded_glm_and_llamacpp_stream_reasoning_content() -> None:
+    glm = message_of(decode([recorded("zai/glm-4.5-reasoning_content-tool-call.sse")]))
+    assert glm is not None
+    assert glm.reasoning_field == "reasoning_content"
+    assert glm.reasoning is not None
+    assert glm.reasoning.startswith("The user is asking for the weather in Florence, Italy.")
+    assert glm.text == "\n\n"  # GLM sends a newline before and after its reasoning
+    assert glm.tool_calls == (
+        ToolCall("call_e6e3edb2371843ad9503e65b", "weather", '{"location": "Florence, Italy"}'),
+    )
+    name = "llamacpp/gpt-oss-20b-reasoning_content-tool-call.sse"
+    llama = decode([recorded(name)])
+    assert llama[-1] == Finish(FinishReason.TOOL_CALLS, Usage(139, 34))  # usage after finish
+    message = message_of(llama)
+    assert message is not None
+    assert (message.reasoning, message.reasoning_field) == (
+        "We need to call the weather function.",
+        "reasoning_content",
+    )
+    assert [c.arguments for c in message.tool_calls or ()] == ['{"location":"Florence, Italy"}']
+
+
+def test_openrouters_reasoning_field_with_a_second_round_of_text() -> None:
+    updates = decode([recorded(f"{OPENROUTER}.turn2.sse")])
+    assert not any(isinstance(u, ReasoningDelta) for u in updates)
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(549, 54))
+    assert "".join(u.text for u in updates if isinstance(u, TextDelta)).startswith(
+        "The current weather in Florence, Italy is 40°C"
+    )
+
+
+def test_a_recorded_mid_stream_error_comes_after_the_reasoning_before_it() -> None:
+    parser, decoder = SSEParser(), ChunkDecoder()
+    seen: list[AgentResponseUpdate] = []
+    with pytest.raises(ModelResponseError, match="Token limit reached"):
+        for event in parser.feed(recorded("openrouter/minimax-m2-midstream-error.sse")):
+            seen += decoder.event(event)
+    reasoning = "".join(u.text for u in seen if isinstance(u, ReasoningDelta))
+    assert reasoning == "We need to respond to a greeting. The user"
+    assert not any(isinstance(u, Finish) for u in seen)  # the error, not a finish
+
+
+# -- usage: the last one reported -----------------------------------------------------------------
+
+
+def decode_events(*events: dict[str, Any] | str) -> list[AgentResponseUpdate]:
+    """Every update of a response whose events carry ``events`` (a dict is a JSON chunk)."""
+    decoder = ChunkDecoder()
+    updates: list[AgentResponseUpdate] = []
+    for data in events:
+        updates += decoder.feed(data if isinstance(data, str) else json.dumps(data))
+    return updates + decoder.end_of_body()
+
+
+def counts(prompt: int, completion: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def vllm(
+    delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None
+) -> dict[str, Any]:
+    """A chunk in vLLM's shape; ``usage`` is left out unless given, as vLLM does."""
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-9c3f0b6e1d2a4f7b",
+        "object": "chat.completion.chunk",
+        "created": 1741570301,
+        "model": "Qwen/Qwen2.5-7B-Instruct",
+        "choices": [],
+    }
+    if delta is not None:
+        chunk["choices"] = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+    if usage is not None:
+        chunk["usage"] = usage
+    return chunk
+
+
+def arguments(piece: str) -> dict[str, Any]:
+    return {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+
+
+# With continuous_usage_stats every chunk carries the running counts, the finish chunk too, and
+# the usage chunk (empty choices) the totals.
+CONTINUOUS_TEXT = (
+    vllm({"role": "assistant", "content": ""}, usage=counts(31, 0)),
+    vllm({"content": "Il fait "}, usage=counts(31, 1)),
+    vllm({"content": "beau"}, usage=counts(31, 2)),
+    vllm({"content": "."}, usage=counts(31, 3)),
+    vllm({"content": ""}, "stop", usage=counts(31, 4)),
+    vllm(None, usage=counts(31, 4)),
+    "[DONE]",
+)
+CONTINUOUS_CALL = (
+    vllm({"role": "assistant", "content": ""}, usage=counts(120, 0)),
+    vllm(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "chatcmpl-tool-a1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": ""},
+                }
+            ]
+        },
+        usage=counts(120, 7),
+    ),
+    vllm(arguments('{"city": '), usage=counts(120, 12)),
+    vllm(arguments('"Paris"}'), usage=counts(120, 15)),
+    vllm({"content": ""}, "tool_calls", usage=counts(120, 16)),
+    vllm(None, usage=counts(120, 17)),
+    "[DONE]",
+)
+
+
+def test_continuous_usage_on_every_chunk_keeps_the_last() -> None:
+    assert decode_events(*CONTINUOUS_TEXT) == [
+        TextDelta("Il fait "),
+        TextDelta("beau"),
+        TextDelta("."),
+        Finish(FinishReason.STOP, Usage(31, 4)),
+    ]
+
+
+def test_continuous_usage_with_a_tool_call_keeps_the_last() -> None:
+    assert decode_events(*CONTINUOUS_CALL) == [
+        ToolCallStart("chatcmpl-tool-a1", "get_weather"),
+        ToolCallArgs("chatcmpl-tool-a1", '{"city": '),
+        ToolCallArgs("chatcmpl-tool-a1", '"Paris"}'),
+        ToolCallEnd("chatcmpl-tool-a1"),
+        Finish(FinishReason.TOOL_CALLS, Usage(120, 17)),  # the last, not the sum nor the first
+    ]
+
+
+def test_usage_on_the_finish_chunk_then_in_a_usage_chunk_keeps_the_later() -> None:
+    updates = decode_events(
+        vllm({"content": "ok"}),
+        vllm({}, "stop", usage=counts(10, 2)),
+        vllm(None, usage=counts(12, 3)),
+    )
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(12, 3))
+
+
+def test_a_null_usage_after_the_usage_chunk_keeps_it() -> None:
+    openai_style = vllm({"content": "ok"}, "stop") | {"usage": None}
+    updates = decode_events(vllm(None, usage=counts(8, 1)), openai_style)
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(8, 1))
+
+
+def test_usage_after_done_does_not_count() -> None:
+    updates = decode_events(
+        vllm({"content": "ok"}, "stop"),
+        vllm(None, usage=counts(5, 1)),
+        "[DONE]",
+        vllm(None, usage=counts(50, 10)),
+    )
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(5, 1))
+
+
+usage_fields = st.one_of(
+    st.none(),  # no "usage" key
+    st.just("null"),  # "usage": null, as api.openai.com sends on ordinary chunks
+    st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+)
+
+
+def with_usage(chunk: dict[str, Any], usage: Any) -> dict[str, Any]:
+    if usage == "null":
+        return chunk | {"usage": None}
+    return chunk if usage is None else chunk | {"usage": counts(*usage)}
+
+
+@given(
+    st.lists(st.tuples(st.text(max_size=5), usage_fields), max_size=8),
+    st.lists(usage_fields, max_size=3),
+    st.booleans(),
+)
+def test_the_usage_of_a_response_is_the_last_one_reported(
+    chunks: list[tuple[str, Any]], after: list[Any], done: bool
+) -> None:
+    """Text chunks, the finish chunk, then usage chunks (empty ``choices``), each with usage,
+    ``"usage": null`` or no usage key; with or without ``[DONE]``."""
+    events: list[dict[str, Any] | str] = [
+        *(with_usage(vllm({"content": text}), usage) for text, usage in chunks),
+        vllm({}, "stop"),
+        *(with_usage(vllm(None), usage) for usage in after),
+    ]
+    if done:
+        events.append("[DONE]")
+    reported = [Usage(*u) for u in [*(u for _, u in chunks), *after] if isinstance(u, tuple)]
+    expected = reported[-1] if reported else None
+    assert decode_events(*events)[-1] == Finish(FinishReason.STOP, expected)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from recorded import recorded_json
 
 from trio_invoke import (
     ChatMessage,
@@ -117,6 +118,14 @@ def test_deepseek_gets_reasoning_content_on_every_tool_call_message() -> None:
     text_only = ChatMessage.assistant("Hello.")
     wire = sent("https://api.deepseek.com", [no_reasoning, came_as_reasoning, text_only])
     assert [m.get("reasoning_content") for m in wire] == ["", "I think.", None]
+    # A second request DeepSeek's thinking mode accepted (recorded): its tool-call message with
+    # no reasoning of its own carries "" too.
+    accepted = recorded_json("deepseek/deepseek-reasoner-thinking-tool-calls.turn2.request.json")
+    with_calls = [m for m in accepted["messages"] if m["role"] == "assistant" and m["tool_calls"]]
+    assert [m["reasoning_content"] for m in with_calls][-1] == ""
+    assert all(isinstance(m["reasoning_content"], str) for m in with_calls)
+    ours = sent("https://api.deepseek.com", [ChatMessage.from_dict(m) for m in with_calls])
+    assert [m["reasoning_content"] for m in ours] == [m["reasoning_content"] for m in with_calls]
 
 
 PNG = ImagePart(data="iVBORw0KGgo=", media_type="image/png")
@@ -226,3 +235,26 @@ def test_the_sans_io_halves_import_without_httpx2() -> None:
         "    raise AssertionError('imported without httpx2')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("name", "base_url"),
+    [
+        ("openrouter/claude-sonnet-4-reasoning_details-tool-call", "https://openrouter.ai/api/v1"),
+        ("zai/glm-4.5-reasoning_content-tool-call", "https://api.z.ai/api/coding/paas/v4"),
+        ("llamacpp/gpt-oss-20b-reasoning_content-tool-call", "http://localhost:8080/v1"),
+        ("deepseek/deepseek-reasoner-thinking-tool-calls", "https://api.deepseek.com"),
+    ],
+)
+def test_recorded_second_requests_are_what_we_send(name: str, base_url: str) -> None:
+    """Each recorded request is one the provider accepted in a later round of a tool loop; its
+    messages, read and sent again, come out as the provider took them (our assistant messages
+    always carry a ``content``, which some of these requests leave out when empty)."""
+    accepted = recorded_json(f"{name}.turn2.request.json")
+    messages = [ChatMessage.from_dict(m) for m in accepted["messages"]]
+    ours = sent(base_url, messages, send_reasoning=True)
+
+    def normal(m: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in m.items() if not (k == "content" and v in ("", None))}
+
+    assert [normal(m) for m in ours] == [normal(m) for m in accepted["messages"]]

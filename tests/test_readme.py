@@ -20,7 +20,7 @@ from pathlib import Path
 import attrs
 import pytest
 import trio
-from loopback_model import loopback_model
+from loopback_model import loopback_anthropic_model, loopback_model
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 _BLOCK = re.compile(
@@ -75,6 +75,21 @@ async def openai_server(block: Block, cwd: Path) -> tuple[int, str, str]:
     return result
 
 
+async def anthropic_server(block: Block, cwd: Path) -> tuple[int, str, str]:
+    """With ``ANTHROPIC_BASE_URL`` pointing at a Messages API server on loopback."""
+    server = loopback_anthropic_model()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        script = cwd / "block.py"
+        script.write_text(block.code, encoding="utf-8")
+        env = {"ANTHROPIC_BASE_URL": server.root, "ANTHROPIC_API_KEY": "sk-ant-loopback"}
+        result = await run_program([sys.executable, str(script)], cwd, env)
+        nursery.cancel_scope.cancel()
+    assert server.requests, "the block never asked the model server"
+    assert all(r.path == "/v1/messages" for r in server.requests)
+    return result
+
+
 async def with_pytest(block: Block, cwd: Path) -> tuple[int, str, str]:
     """As a test module, under pytest (its tests must pass, and there must be some)."""
     script = cwd / "test_readme_block.py"
@@ -88,6 +103,7 @@ async def with_pytest(block: Block, cwd: Path) -> tuple[int, str, str]:
 NEEDS: dict[str | None, Callable[[Block, Path], object]] = {
     None: plain,
     "openai-server": openai_server,
+    "anthropic-server": anthropic_server,
     "pytest": with_pytest,
 }
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from recorded import SOURCES, STREAMS, recorded
 
 from trio_invoke.providers._sse import ServerSentEvent, SSEParser
 
@@ -59,10 +62,40 @@ def test_every_line_ending(eol: bytes) -> None:
 
 def test_crlf_split_between_cr_and_lf_is_one_line_end() -> None:
     assert data_of(b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n") == ["a", "b"]
+    # The LF after a CR that ended the last piece is not a second (blank) line: that would
+    # dispatch "a" on its own and start a new event for "b".
+    assert data_of(b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n") == ["a\nb"]
+
+
+CRLF_EVENTS = (
+    b"event: delta\r\ndata: a\r\ndata: b\r\n\r\n"
+    b": keep-alive\r\ndata: c\r\ndata:\r\ndata: d\r\n\r\n"
+    b"id: 7\r\ndata: e\r\n\r\n"
+)
+CRLF_EXPECTED = [
+    ServerSentEvent("a\nb", "delta"),
+    ServerSentEvent("c\n\nd"),
+    ServerSentEvent("e", id="7"),
+]
+
+
+def test_crlf_events_with_several_data_lines_cut_anywhere() -> None:
+    assert parse(CRLF_EVENTS) == CRLF_EXPECTED
+    for cut in range(1, len(CRLF_EVENTS)):
+        assert parse(CRLF_EVENTS[:cut], CRLF_EVENTS[cut:]) == CRLF_EXPECTED, cut
+
+
+def test_crlf_events_cut_after_every_cr() -> None:
+    pieces = CRLF_EVENTS.replace(b"\r", b"\r\0").split(b"\0")  # every piece ends with CR
+    assert all(piece.endswith(b"\r") for piece in pieces[:-1])
+    assert parse(*pieces) == CRLF_EXPECTED
+    assert parse(*(CRLF_EVENTS[i : i + 1] for i in range(len(CRLF_EVENTS)))) == CRLF_EXPECTED
 
 
 def test_lone_cr_at_the_end_of_a_piece_is_a_line_end() -> None:
     assert data_of(b"data: a\r", b"\r", b"data: b\r\r") == ["a", "b"]
+    # A CR ending a piece, then a piece that does not start with LF: the next line is whole.
+    assert data_of(b"data: a\r", b"data: b\r", b"\r") == ["a\nb"]
 
 
 def test_id_persists_and_retry_is_read() -> None:
@@ -177,3 +210,37 @@ def test_any_split_of_any_bytes_gives_the_same_events_as_the_whole(
 @given(st.binary(max_size=120))
 def test_byte_at_a_time_equals_the_whole(raw: bytes) -> None:
     assert parse(*(raw[i : i + 1] for i in range(len(raw)))) == parse(raw)
+
+
+# -- the recorded streams: where each came from, and that each is an event stream ------------
+
+
+def test_every_file_of_the_recorded_data_is_listed() -> None:
+    files = {str(p.relative_to(STREAMS)) for p in STREAMS.rglob("*") if p.is_file()}
+    assert files - {"SOURCES.json"} == set(SOURCES)
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_every_recorded_file_has_its_source(name: str) -> None:
+    source = SOURCES[name]
+    repository, path, commit = source["repository"], source["path"], source["commit"]
+    assert source["source"] == f"https://github.com/{repository}/blob/{commit}/{path}"
+    assert len(commit) == 40
+    assert int(commit, 16) >= 0
+    assert source["license"] in ("MIT", "Apache-2.0")
+    assert source["license_source"]
+    assert source["transformations"]
+    raw = recorded(name)
+    assert (len(raw), hashlib.sha256(raw).hexdigest()) == (source["bytes"], source["sha256"])
+    if name.endswith(".json"):
+        assert isinstance(json.loads(raw), dict)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SOURCES if n.endswith(".sse")))
+def test_every_recorded_stream_is_events_of_json_whatever_the_cut(name: str) -> None:
+    raw = recorded(name)
+    events = parse(raw)
+    assert events
+    for event in events:
+        assert event.data == "[DONE]" or isinstance(json.loads(event.data), dict)
+    assert parse(*(raw[i : i + 1] for i in range(len(raw)))) == events

@@ -1,19 +1,48 @@
 """The Hypothesis strategies of trio_invoke.testing: what they promise about what they draw.
 
-(``json_values`` and ``schemas_with_arguments`` are checked in test_validate.py,
-``tool_call_streams`` in test_accumulate.py.)
+Each promise is checked both ways: every example keeps it (``@given``), and the strategy does
+draw the interesting cases it promises (``find``), so a strategy that only ever drew ``{}``, one
+round or no interleaving would fail here. (``json_values`` and ``schemas_with_arguments`` are
+checked in test_validate.py; that any ``tool_call_streams`` example accumulates back to its calls
+in test_accumulate.py.)
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from hypothesis import given
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import find as hypothesis_find
 from hypothesis import strategies as st
 
-from trio_invoke import Finish, FinishReason, ToolCallAccumulator, ToolCallStart, tool
-from trio_invoke.testing import scripted_rounds, tool_arguments
+from trio_invoke import (
+    AgentResponseUpdate,
+    Finish,
+    FinishReason,
+    TextDelta,
+    ToolCall,
+    ToolCallAccumulator,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    tool,
+)
+from trio_invoke.testing import scripted_rounds, tool_arguments, tool_call_streams
+
+T = TypeVar("T")
+
+
+def find(strategy: st.SearchStrategy[T], condition: Callable[[T], object]) -> T:
+    """An example of ``strategy`` that meets ``condition`` (the first one drawn: no shrinking);
+    Hypothesis raises ``NoSuchExample`` if 2,000 draws have none."""
+    return hypothesis_find(
+        strategy,
+        condition,
+        settings=settings(phases=[Phase.generate], max_examples=2000, database=None),
+    )
 
 
 @tool
@@ -22,10 +51,117 @@ def search(query: str) -> str:
     return query
 
 
+# -- tool_arguments -----------------------------------------------------------------------------
+
+
 @given(tool_arguments())
 def test_tool_arguments_are_json_objects(arguments: dict[str, Any]) -> None:
     assert isinstance(arguments, dict)
+    assert all(isinstance(key, str) for key in arguments)
+    assert len(arguments) <= 5
     assert json.loads(json.dumps(arguments)) == arguments
+
+
+JSON_KINDS: dict[str, Callable[[Any], bool]] = {
+    "null": lambda v: v is None,
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, float),
+    "string": lambda v: isinstance(v, str),
+    "array": lambda v: isinstance(v, list) and len(v) > 0,
+    "object": lambda v: isinstance(v, dict) and len(v) > 0,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(JSON_KINDS))
+def test_tool_arguments_draw_values_of_every_json_kind(kind: str) -> None:
+    is_kind = JSON_KINDS[kind]
+    found = find(tool_arguments(), lambda args: any(is_kind(v) for v in args.values()))
+    assert any(is_kind(v) for v in found.values())
+
+
+def test_tool_arguments_draw_several_keys() -> None:
+    assert len(find(tool_arguments(), lambda args: len(args) >= 4)) >= 4
+
+
+# -- tool_call_streams ----------------------------------------------------------------------------
+
+CALLS = [
+    ToolCall("a", "search", '{"query": "trio"}'),
+    ToolCall("b", "add", '{"a": 1, "b": 2}'),
+    ToolCall("c", "now", ""),
+]
+
+
+def own_updates(stream: Sequence[AgentResponseUpdate], call_id: str) -> list[AgentResponseUpdate]:
+    return [u for u in stream if getattr(u, "id", None) == call_id]
+
+
+def positions(stream: Sequence[AgentResponseUpdate], call_id: str) -> list[int]:
+    return [i for i, u in enumerate(stream) if getattr(u, "id", None) == call_id]
+
+
+@given(tool_call_streams(CALLS))
+def test_tool_call_streams_keep_each_calls_own_order(stream: list[AgentResponseUpdate]) -> None:
+    assert len(stream) == sum(len(own_updates(stream, c.id)) for c in CALLS)
+    for call in CALLS:
+        start, *pieces, end = own_updates(stream, call.id)
+        assert start == ToolCallStart(call.id, call.name)
+        assert all(isinstance(piece, ToolCallArgs) for piece in pieces)
+        assert "".join(p.args_delta for p in pieces if isinstance(p, ToolCallArgs)) == (
+            call.arguments
+        )
+        assert end == ToolCallEnd(call.id)
+
+
+def interleaved(stream: Sequence[AgentResponseUpdate]) -> bool:
+    """Some call's updates are not all next to each other: another call's come between."""
+    return any(
+        (spots := positions(stream, call.id)) and spots[-1] - spots[0] + 1 != len(spots)
+        for call in CALLS
+    )
+
+
+def test_tool_call_streams_interleave_calls() -> None:
+    assert interleaved(find(tool_call_streams(CALLS), interleaved))
+
+    def all_open_at_once(stream: list[AgentResponseUpdate]) -> bool:
+        last_start = max(positions(stream, c.id)[0] for c in CALLS)
+        return all(positions(stream, c.id)[-1] > last_start for c in CALLS)
+
+    assert all_open_at_once(find(tool_call_streams(CALLS), all_open_at_once))
+
+
+def starts_in(order: list[str]) -> Callable[[list[AgentResponseUpdate]], bool]:
+    return lambda stream: [u.id for u in stream if isinstance(u, ToolCallStart)] == order
+
+
+@pytest.mark.parametrize("order", [["c", "b", "a"], ["b", "a", "c"], ["a", "b", "c"]])
+def test_tool_call_streams_start_calls_in_any_order(order: list[str]) -> None:
+    assert starts_in(order)(find(tool_call_streams(CALLS), starts_in(order)))
+
+
+def test_tool_call_streams_cut_arguments_into_any_pieces() -> None:
+    def pieces(stream: list[AgentResponseUpdate]) -> list[str]:
+        return [u.args_delta for u in stream if isinstance(u, ToolCallArgs) and u.id == "a"]
+
+    assert len(pieces(find(tool_call_streams(CALLS), lambda s: len(pieces(s)) >= 3))) >= 3
+    assert "" in pieces(find(tool_call_streams(CALLS), lambda s: "" in pieces(s)))
+    assert pieces(find(tool_call_streams(CALLS), lambda s: pieces(s) == [CALLS[0].arguments]))
+
+
+# -- scripted_rounds ------------------------------------------------------------------------------
+
+
+def calls_of(round_: list[AgentResponseUpdate]) -> list[ToolCall]:
+    accumulator = ToolCallAccumulator()
+    for update in round_[:-1]:
+        accumulator.add(update)
+    return accumulator.finish()
+
+
+def called_names(script: list[list[AgentResponseUpdate]]) -> set[str]:
+    return {call.name for round_ in script[:-1] for call in calls_of(round_)}
 
 
 @given(
@@ -39,11 +175,8 @@ def test_scripted_rounds_call_the_tools_then_answer(case: tuple[int, list[list[A
     *calling, final = script
     ids: list[str] = []
     for round_ in calling:
-        accumulator = ToolCallAccumulator()
-        for update in round_[:-1]:
-            accumulator.add(update)
-        calls = accumulator.finish()
-        assert calls
+        calls = calls_of(round_)
+        assert 1 <= len(calls) <= 4
         assert {c.name for c in calls} <= {"search", "no_such_tool"}
         ids += [c.id for c in calls]
         assert isinstance(round_[-1], Finish)
@@ -55,5 +188,47 @@ def test_scripted_rounds_call_the_tools_then_answer(case: tuple[int, list[list[A
 
 @given(scripted_rounds(["a", "b"], max_rounds=3))
 def test_scripted_rounds_take_names_too(script: list[list[Any]]) -> None:
-    names = {u.name for r in script for u in r if isinstance(u, ToolCallStart)}
-    assert names <= {"a", "b", "no_such_tool"}
+    assert called_names(script) <= {"a", "b", "no_such_tool"}
+
+
+def raw_arguments(script: list[list[AgentResponseUpdate]]) -> list[str]:
+    """Each call's arguments as streamed (``""`` when the model sent none), in call order."""
+    sent: dict[str, str] = {}
+    for round_ in script[:-1]:
+        for update in round_:
+            if isinstance(update, ToolCallStart):
+                sent[update.id] = ""
+            elif isinstance(update, ToolCallArgs):
+                sent[update.id] += update.args_delta
+    return list(sent.values())
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+PROMISES: dict[str, Callable[[list[list[Any]]], bool]] = {
+    "the most rounds": lambda s: len(s) == 4,
+    "an answer at once": lambda s: len(s) == 1,
+    "a round of four calls": lambda s: any(len(calls_of(r)) == 4 for r in s[:-1]),
+    "every name it was given": lambda s: called_names(s) >= {"a", "b"},
+    "an unknown tool": lambda s: "no_such_tool" in called_names(s),
+    "a call without arguments": lambda s: "" in raw_arguments(s),
+    "arguments that are not a JSON object": lambda s: any(
+        a and json_object(a) is None for a in raw_arguments(s)
+    ),
+    "arguments with fields": lambda s: any(json_object(a) for a in raw_arguments(s)),
+    "text before the calls": lambda s: any(isinstance(r[0], TextDelta) for r in s[:-1]),
+    "an answer cut at LENGTH": lambda s: s[-1][-1].finish_reason is FinishReason.LENGTH,
+    "usage": lambda s: any(r[-1].usage is not None for r in s),
+}
+
+
+@pytest.mark.parametrize("promise", sorted(PROMISES))
+def test_scripted_rounds_draw_what_they_promise(promise: str) -> None:
+    holds = PROMISES[promise]
+    assert holds(find(scripted_rounds(["a", "b"], max_rounds=4), holds))

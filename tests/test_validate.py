@@ -234,9 +234,39 @@ def test_seed_ignores_what_it_does_not_check() -> None:
 # --- full validation -------------------------------------------------------------------------
 
 
-def test_valid_arguments_pass() -> None:
-    validate_against_schema({"city": "Paris", "days": 3}, WEATHER)
-    validate_against_schema({"city": "Paris", "days": 3.0, "unit": "f"}, WEATHER)
+@pytest.mark.parametrize(
+    ("valid", "near_miss", "error"),
+    [
+        (
+            {"city": "Paris", "days": 3},
+            {"city": "Paris", "days": 3.5},
+            "field 'days': expected integer, got number",
+        ),
+        (
+            {"city": "Paris", "days": 3.0, "unit": "f"},
+            {"city": "Paris", "days": 3, "unit": "F"},
+            "field 'unit' must be one of ['c', 'f']",
+        ),
+        (
+            {"city": "", "days": 1},
+            {"city": "", "days": 0},
+            "field 'days' must be bigger than or equal to 1",
+        ),
+        (
+            {"city": "Oslo", "days": 2, "unit": "c"},
+            {"city": "Oslo", "days": 2, "units": "c"},
+            "arguments must not contain {'units'} properties",
+        ),
+    ],
+    ids=["an integral float", "an enum value", "the minimum", "the known fields"],
+)
+def test_valid_arguments_pass(valid: dict[str, Any], near_miss: dict[str, Any], error: str) -> None:
+    before = json.loads(json.dumps(valid))
+    assert validate_against_schema(valid, WEATHER) is None
+    assert compile_validator(WEATHER)(valid) is None
+    assert valid == before  # passed as they are, nothing filled in or coerced
+    # The same arguments one field off fail, naming it: the pass above is a real check.
+    assert errors_of(near_miss, WEATHER) == (error,)
 
 
 def test_enum_error_names_the_field() -> None:

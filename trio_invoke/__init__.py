@@ -1,8 +1,9 @@
 """trio_invoke: the tool-calling loop of an LLM agent, on Trio's structured concurrency.
 
 Everything public is importable from here; the private modules hold one idea each.
-``OpenAIChatClient`` needs the extra ``trio_invoke[openai]`` (httpx2) and is imported on first
-use, so ``import trio_invoke`` works without httpx2.
+``OpenAIChatClient`` and ``AnthropicChatClient`` need the extras ``trio_invoke[openai]`` and
+``trio_invoke[anthropic]`` (httpx2) and are imported on first use, so ``import trio_invoke`` works
+without httpx2.
 """
 
 import contextlib as _contextlib
@@ -32,6 +33,7 @@ from ._exceptions import StopLoop as StopLoop
 from ._exceptions import StreamProtocolError as StreamProtocolError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import ToolError as ToolError
+from ._exceptions import ToolProcessError as ToolProcessError
 from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import TrioInvokeError as TrioInvokeError
 from ._function_tool import FunctionTool as FunctionTool
@@ -52,6 +54,7 @@ from ._options import ToolApprovalResponse as ToolApprovalResponse
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedChatClient as ScriptedChatClient
 from ._scripted import ScriptedResponse as ScriptedResponse
+from ._threads import current_default_tool_thread_limiter as current_default_tool_thread_limiter
 from ._tools import ApprovalRequiredTool as ApprovalRequiredTool
 from ._tools import Tool as Tool
 from ._tools import ToolDefinition as ToolDefinition
@@ -69,6 +72,7 @@ from ._updates import ToolCallStart as ToolCallStart
 from ._validate import validate_against_schema as validate_against_schema
 
 if _TYPE_CHECKING:
+    from .providers.anthropic._client import AnthropicChatClient as AnthropicChatClient
     from .providers.openai._client import OpenAIChatClient as OpenAIChatClient
 
 try:
@@ -129,15 +133,20 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "ToolMiddleware",
+    "ToolProcessError",
     "ToolTimeoutError",
     "TrioInvokeError",
     "Usage",
+    "current_default_tool_thread_limiter",
     "tool",
     "validate_against_schema",
 ]
 
 
-_LAZY = {"OpenAIChatClient": ".providers.openai._client"}
+_LAZY = {
+    "AnthropicChatClient": ".providers.anthropic._client",
+    "OpenAIChatClient": ".providers.openai._client",
+}
 """Public names whose module needs an extra: imported on first access. They stay out of
 ``__all__`` so that ``from trio_invoke import *`` works without the extra."""
 
@@ -157,8 +166,9 @@ del _name
 
 
 def __getattr__(name: str) -> _Any:
-    """Import ``OpenAIChatClient`` on first use; without httpx2 that raises an ``ImportError``
-    naming the extra to install, ``trio_invoke[openai]``."""
+    """Import ``OpenAIChatClient`` or ``AnthropicChatClient`` on first use; without httpx2 that
+    raises an ``ImportError`` naming the extra to install (``trio_invoke[openai]``,
+    ``trio_invoke[anthropic]``)."""
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

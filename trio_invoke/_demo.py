@@ -7,8 +7,9 @@ hundred milliseconds, ``LATENCY``), so that the output shows the calls of a batc
 a line per batch gives its wall time beside the sum of its calls' times.
 
 Ctrl-C anywhere, at the approval prompt too, ends the demo with one line and exit status 130.
-With ``--base-url``, ``--mcp "COMMAND ARGS"`` adds the tools of MCP servers started over
-stdio.
+With ``--base-url URL --model NAME`` the model is a live OpenAI-compatible server; with
+``--provider anthropic --model NAME`` Anthropic's Messages API (``--base-url`` optional). With a
+live model, ``--mcp "COMMAND ARGS"`` adds the tools of MCP servers started over stdio.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -49,6 +50,10 @@ from ._updates import (
     ToolCallEnd,
     ToolCallStart,
 )
+
+if TYPE_CHECKING:  # the clients need an optional extra: imported when --provider asks
+    from .providers.anthropic._client import AnthropicChatClient
+    from .providers.openai._client import OpenAIChatClient
 
 __all__ = ["main"]
 
@@ -410,38 +415,65 @@ async def converse(
         options = RunOptions(tool_approval_responses=responses)
 
 
+PROVIDERS = ("openai", "anthropic")
+"""What ``--provider`` takes: the API the live model speaks."""
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m trio_invoke",
         description="A short agent conversation on trio_invoke's tool-calling loop. Without "
-        "--base-url the model is the embedded scripted one (no network, no API key).",
+        "--base-url (or --provider anthropic) the model is the embedded scripted one (no "
+        "network, no API key).",
     )
     answer = parser.add_mutually_exclusive_group()
     answer.add_argument("--yes", action="store_true", help="approve every tool call that asks")
     answer.add_argument("--no", action="store_true", help="reject every tool call that asks")
     parser.add_argument(
-        "--base-url",
-        help="an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama "
-        "(needs the extra trio-invoke[openai])",
+        "--provider",
+        choices=PROVIDERS,
+        default="openai",
+        help="the API of the live model: an OpenAI-compatible /chat/completions endpoint "
+        "(the default; needs --base-url and the extra trio-invoke[openai]) or Anthropic's "
+        "Messages API (--base-url defaults to $ANTHROPIC_BASE_URL, else "
+        "https://api.anthropic.com; needs the extra trio-invoke[anthropic])",
     )
-    parser.add_argument("--model", help="the model's name at --base-url, e.g. llama3.2")
-    parser.add_argument("--api-key", help="the API key (default: $OPENAI_API_KEY, or none)")
+    parser.add_argument(
+        "--base-url",
+        help="the live model's API root: an OpenAI-compatible endpoint such as "
+        "http://localhost:11434/v1 for Ollama, or with --provider anthropic the root without "
+        "/v1",
+    )
+    parser.add_argument("--model", help="the live model's name, e.g. llama3.2 or claude-sonnet-4-5")
+    parser.add_argument(
+        "--api-key",
+        help="the API key (default: $OPENAI_API_KEY, or $ANTHROPIC_API_KEY with --provider "
+        "anthropic; or none)",
+    )
     parser.add_argument(
         "--mcp",
         action="append",
         default=[],
         metavar='"COMMAND ARGS"',
         help="also give the model the tools of this MCP server, started over stdio (one "
-        "shell-quoted command line; repeat for more servers; needs --base-url and the extra "
+        "shell-quoted command line; repeat for more servers; needs a live model and the extra "
         "trio-invoke[mcp])",
     )
     parser.add_argument("prompt", nargs="?", default=PROMPT, help="the user's message")
     args = parser.parse_args(argv)
-    if args.base_url and not args.model:
-        parser.error("--base-url needs --model")
-    if args.model and not args.base_url:
-        parser.error("--model needs --base-url (without it the demo uses the scripted model)")
-    if args.mcp and not args.base_url:
+    args.live = bool(args.base_url) or args.provider == "anthropic"
+    if args.live and not args.model:
+        parser.error(
+            "--provider anthropic needs --model"
+            if args.provider == "anthropic" and not args.base_url
+            else "--base-url needs --model"
+        )
+    if args.model and not args.live:
+        parser.error(
+            "--model needs --base-url, or --provider anthropic (without them the demo uses the "
+            "scripted model)"
+        )
+    if args.mcp and not args.live:
         parser.error("--mcp needs --base-url: the scripted model knows only the demo's tools")
     for command in args.mcp:
         if not shlex.split(command):
@@ -466,40 +498,53 @@ def _retry_reporter(printer: Printer, max_retries: int) -> Callable[[Exception, 
     return report
 
 
+def _live_model(
+    args: argparse.Namespace, printer: Printer
+) -> OpenAIChatClient | AnthropicChatClient:
+    """The live model client ``--provider`` names (its extra is installed: ``main`` checked)."""
+    settings: dict[str, Any] = {
+        "base_url": args.base_url,
+        "api_key": args.api_key,
+        "max_retries": RETRIES,
+        "on_retry": _retry_reporter(printer, RETRIES),
+    }
+    if getattr(args, "provider", "openai") == "anthropic":
+        from .providers.anthropic._client import AnthropicChatClient  # noqa: PLC0415 -- needs the optional httpx2
+
+        return AnthropicChatClient(args.model, **settings)
+    from .providers.openai._client import OpenAIChatClient  # noqa: PLC0415 -- needs the optional httpx2
+
+    return OpenAIChatClient(args.model, **settings)
+
+
 async def amain(
     args: argparse.Namespace, printer: Printer | None = None, *, delay: float = 0.02
 ) -> list[ChatMessage]:
     """The demo's conversation; returns the transcript.
 
     Raises:
-        ChatClientError: the live model server failed (``--base-url`` only).
+        ChatClientError: the live model server failed (a live model only).
         MCPConnectionError: an ``--mcp`` server could not be started.
-        ImportError: ``--base-url`` without the extra ``trio-invoke[openai]``.
+        ImportError: a live model without its extra (``trio-invoke[openai]`` or
+            ``trio-invoke[anthropic]``).
 
     Cancellation: the transcript is lost; no task is left running.
     """
     printer = printer or Printer()
     async with contextlib.AsyncExitStack() as stack:
         model: ChatClient
-        if args.base_url:
-            from .providers.openai._client import OpenAIChatClient  # noqa: PLC0415 -- needs the optional httpx2
-
-            live = OpenAIChatClient(
-                args.model,
-                base_url=args.base_url,
-                api_key=args.api_key,
-                max_retries=RETRIES,
-                on_retry=_retry_reporter(printer, RETRIES),
-            )
+        if getattr(args, "live", bool(args.base_url)):
+            live = _live_model(args, printer)
             model = await stack.enter_async_context(live)
-            printer.line(f"model: {args.model} at {args.base_url}")
+            printer.line(f"model: {args.model} at {live.base_url}")
         else:
             model = scripted_model(delay)
             printer.line("model: the embedded scripted model (no network, no API key)")
             if args.prompt != PROMPT:
                 printer.line(
                     "note: the scripted model ignores your prompt and replays its script; "
-                    "pass --base-url and --model to ask a live model"
+                    "pass --base-url and --model (or --provider anthropic --model) to ask a "
+                    "live model"
                 )
         waits = sorted(LATENCY.values())
         printer.line(
@@ -543,18 +588,20 @@ def main(argv: Sequence[str] | None = None, printer: Printer | None = None) -> i
     """Entry point of ``python -m trio_invoke``.
 
     Returns 0 on success; 1 if the model server failed, an ``--mcp`` server could not be
-    started (or its tools' names clash), or ``--base-url`` lacks its extra (one line on
+    started (or its tools' names clash), or the live model's extra is missing (one line on
     stderr); 130 on Ctrl-C (one line on stderr).
     """
     args = parse_args(argv)
     printer = printer or Printer()
-    if args.base_url:
+    if args.live:
+        extra = args.provider
         try:
-            importlib.import_module(".providers.openai._client", __package__)
+            importlib.import_module(f".providers.{extra}._client", __package__)
         except ImportError:
+            needs = "--provider anthropic" if extra == "anthropic" else "--base-url"
             print(
-                "error: --base-url needs the extra trio-invoke[openai], which is not installed: "
-                f'{_pip()} install ".[openai]" in a checkout of trio_invoke',
+                f"error: {needs} needs the extra trio-invoke[{extra}], which is not installed: "
+                f'{_pip()} install ".[{extra}]" in a checkout of trio_invoke',
                 file=sys.stderr,
             )
             return 1

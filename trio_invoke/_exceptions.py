@@ -14,6 +14,8 @@ meaning overlaps a built-in exception, it derives from that too, so ``except Val
     ├── ScriptExhaustedError              a ScriptedChatClient was called more often than scripted
     ├── ToolTimeoutError (TimeoutError)   a tool call ran out of time (on ToolCalled.exception)
     ├── ToolError                         raised by a tool: its message is the call's result
+    │   └── ToolProcessError (RuntimeError)  a process tool's worker died, or what crosses to
+    │                                        it or back does not pickle
     └── ChatClientError                   the chat client failed; a wrapped original is __cause__
         ├── StreamProtocolError           its updates contradict each other, or are not updates
         ├── HTTPStatusError               the model server answered 4xx/5xx (.status_code, .message)
@@ -49,6 +51,7 @@ __all__ = [
     "StreamProtocolError",
     "ToolDefinitionError",
     "ToolError",
+    "ToolProcessError",
     "ToolTimeoutError",
     "TrioInvokeError",
 ]
@@ -109,6 +112,18 @@ class ToolError(TrioInvokeError):
     """
 
 
+class ToolProcessError(ToolError, RuntimeError):
+    """A call of a process tool (``@tool(isolation="process")``) failed around the function.
+
+    Its worker process died (``os._exit``, a segfault, a signal), or what crosses between the
+    processes does not pickle: the function, its arguments, its result or the exception it
+    raised. A :class:`ToolError`: its message (which names the tool, types and exit codes, never
+    the tool's data) is the call's error result, and the exception is on
+    ``ToolCalled.exception``. A worker's death is ``__cause__`` when it was seen in this
+    process.
+    """
+
+
 class ScriptExhaustedError(TrioInvokeError):
     """A :class:`ScriptedChatClient` was asked for more responses than it was given."""
 
@@ -125,11 +140,18 @@ class ChatClientError(TrioInvokeError):
 class HTTPStatusError(ChatClientError):
     """The model server answered with an HTTP error status (4xx or 5xx).
 
-    ``str(exc)`` reads ``"HTTP 401: Incorrect API key provided ..."``.
+    ``str(exc)`` reads ``"HTTP 401: Incorrect API key provided ..."``, or with the provider's
+    error type ``"HTTP 529: overloaded_error: Overloaded"``.
     """
 
     def __init__(
-        self, status_code: int, message: str, *, body: str = "", retry_after: float | None = None
+        self,
+        status_code: int,
+        message: str,
+        *,
+        body: str = "",
+        retry_after: float | None = None,
+        error_type: str | None = None,
     ) -> None:
         self.status_code = status_code
         """The HTTP status code."""
@@ -140,19 +162,29 @@ class HTTPStatusError(ChatClientError):
         """The response body, as text (possibly truncated)."""
         self.retry_after = retry_after
         """Seconds the server asked to wait before a retry (``Retry-After``), if it said."""
-        super().__init__(f"HTTP {status_code}: {message}")
+        self.error_type = error_type
+        """The provider's name for the error (Anthropic's ``error.type``: ``"rate_limit_error"``,
+        ``"overloaded_error"``, ...), ``None`` when the client does not read one."""
+        kind = f"{error_type}: " if error_type else ""
+        super().__init__(f"HTTP {status_code}: {kind}{message}")
 
     def __reduce__(self) -> tuple[object, ...]:
         return (
             _rebuild_http_status_error,
-            (self.status_code, self.message, self.body, self.retry_after),
+            (self.status_code, self.message, self.body, self.retry_after, self.error_type),
         )
 
 
 def _rebuild_http_status_error(
-    status_code: int, message: str, body: str, retry_after: float | None
+    status_code: int,
+    message: str,
+    body: str,
+    retry_after: float | None,
+    error_type: str | None = None,
 ) -> HTTPStatusError:
-    return HTTPStatusError(status_code, message, body=body, retry_after=retry_after)
+    return HTTPStatusError(
+        status_code, message, body=body, retry_after=retry_after, error_type=error_type
+    )
 
 
 class StreamProtocolError(ChatClientError):
@@ -179,6 +211,19 @@ class ModelResponseError(ChatClientError):
     """The model server's response broke the streaming protocol: a chunk that is not JSON, a
     stream that ended before its finish reason or ``[DONE]``, or an error the server reported
     inside the stream."""
+
+    def __init__(self, message: str, *, error_type: str | None = None) -> None:
+        self.error_type = error_type
+        """For an error the server reported in the stream, its name for it when it gave one
+        (Anthropic's ``"overloaded_error"``, ...); else ``None``."""
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_model_response_error, (str(self), self.error_type))
+
+
+def _rebuild_model_response_error(message: str, error_type: str | None) -> ModelResponseError:
+    return ModelResponseError(message, error_type=error_type)
 
 
 class StopLoop(Exception):  # noqa: N818 -- a signal, like StopIteration, not an error

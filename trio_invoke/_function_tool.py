@@ -5,14 +5,16 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 import attrs
 import trio
 
 from ._checks import check_seconds
 from ._exceptions import ToolDefinitionError
+from ._process import ProcessTarget, import_trio_parallel
 from ._schema import describe_function
+from ._threads import tool_thread_limiter
 from ._validate import compile_validator
 
 if TYPE_CHECKING:
@@ -24,6 +26,9 @@ __all__ = ["FunctionTool", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+_ISOLATIONS = ("thread", "process")
+"""Where a sync function may run: in a worker thread (the default) or in a worker process."""
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What OpenAI-compatible APIs (and Anthropic's) accept as a function name."""
@@ -48,7 +53,8 @@ class FunctionTool(Generic[P, R]):
     A ``FunctionTool`` stays callable like the function it wraps (``add(1, 2)`` still works,
     typed as the original), so decorating a function does not break its direct callers or
     unit tests. Calling it that way runs the function directly: no validation, no conversion, no
-    thread. ``__wrapped__`` is the function, so :func:`inspect.signature` shows its signature.
+    thread, no process. ``__wrapped__`` is the function, so :func:`inspect.signature` shows its
+    signature.
 
     Tools compare and hash by identity.
 
@@ -60,12 +66,22 @@ class FunctionTool(Generic[P, R]):
         requires_approval: Whether every call needs a human's approval first.
         timeout: Seconds each call may run (overrides the client's ``tool_timeout``): a number
             above 0 (``math.inf``: no limit), or ``None``.
+        isolation: Where a sync function runs: ``"thread"`` (a worker thread) or ``"process"``
+            (a worker process; needs the extra ``trio_invoke[process]``). See :func:`tool`.
+        limiter: Caps how many calls of this tool run at once in threads (or in worker
+            processes); ``None``: the client's ``max_tool_threads``, else
+            :func:`current_default_tool_thread_limiter` (for processes, trio-parallel's default
+            limiter, one token per CPU).
 
     Raises:
         ToolDefinitionError: The function cannot be described (the message names the function
-            and the parameter), or the name is not a valid tool name.
+            and the parameter), the name is not a valid tool name, ``isolation`` or ``limiter``
+            does not fit the function, or a process tool's function cannot be sent to a
+            worker process (the message says why).
         ConfigurationError: ``timeout`` is NaN, 0, negative or not a number; the message names
             the value.
+        ImportError: ``isolation="process"`` without trio-parallel installed; the message
+            names the extra, ``trio_invoke[process]``.
     """
 
     func: Callable[P, R]
@@ -87,8 +103,13 @@ class FunctionTool(Generic[P, R]):
     :class:`ArgumentsError` naming each problem."""
     is_async: bool
     """Whether ``func`` is a coroutine function (awaited) rather than a plain one (run in a
-    worker thread)."""
+    worker thread or process)."""
+    isolation: Literal["thread", "process"]
+    """Where a plain function runs: ``"thread"`` or ``"process"``."""
+    limiter: trio.CapacityLimiter | None
+    """This tool's own cap on calls running at once in threads or processes, if it has one."""
     _converters: Mapping[str, Converter]
+    _process: ProcessTarget | None
 
     def __init__(
         self,
@@ -98,9 +119,29 @@ class FunctionTool(Generic[P, R]):
         description: str | None = None,
         requires_approval: bool = False,
         timeout: float | None = None,
+        isolation: Literal["thread", "process"] = "thread",
+        limiter: trio.CapacityLimiter | None = None,
     ) -> None:
+        is_async = _is_async(func)
+        process: ProcessTarget | None = None
+        if isolation not in _ISOLATIONS:
+            raise ToolDefinitionError(f"isolation must be 'thread' or 'process', got {isolation!r}")
+        if limiter is not None and not isinstance(limiter, trio.CapacityLimiter):
+            raise ToolDefinitionError(f"limiter must be a trio.CapacityLimiter, got {limiter!r}")
+        if is_async and (isolation == "process" or limiter is not None):
+            option = "isolation='process'" if isolation == "process" else "limiter=..."
+            what = getattr(func, "__qualname__", None) or repr(func)
+            raise ToolDefinitionError(
+                f"@tool({option}) is for sync functions, and {what!r} is async: it runs in the "
+                "calling task, in no thread or process; make it a plain def"
+            )
         check_seconds("tool timeout", timeout)
+        if isolation == "process":
+            import_trio_parallel()  # here, not at the first call: a missing extra is found early
+            process = ProcessTarget.of(func)
         described = describe_function(func)
+        if process is not None:
+            process.check_parameters()
         if name is None:
             name = getattr(func, "__name__", None)
             if not isinstance(name, str):
@@ -117,8 +158,11 @@ class FunctionTool(Generic[P, R]):
             requires_approval,
             timeout,
             compile_validator(described.parameters),
-            _is_async(func),
+            is_async,
+            isolation,
+            limiter,
             described.converters,
+            process,
         )
 
     @property
@@ -137,14 +181,19 @@ class FunctionTool(Generic[P, R]):
         parameter becomes an ``int``. ``arguments`` itself is not changed.
 
         An async function is awaited in the calling task. A plain function runs in a worker
-        thread (:func:`trio.to_thread.run_sync`, under Trio's default thread limiter), so it never
-        blocks the event loop.
+        thread (:func:`trio.to_thread.run_sync`) under the tool's ``limiter``, else the one the
+        running client installed (``max_tool_threads``), else
+        :func:`current_default_tool_thread_limiter` -- never Trio's default thread limiter -- so
+        it never blocks the event loop. With ``isolation="process"`` it runs in a worker process
+        (``trio_parallel.run_sync``) under ``limiter``, else trio-parallel's default.
 
         Cancellation: an async function is cancelled like any Trio code. For a plain function
-        the thread cannot be interrupted: ``execute`` stops waiting for it at once (the thread is
-        abandoned) and raises :class:`trio.Cancelled`, while the thread runs on to its end and
-        its result or exception is discarded. Whatever the function does until then still
-        happens.
+        in a thread, the thread cannot be interrupted: ``execute`` stops waiting for it at once
+        (the thread is abandoned) and raises :class:`trio.Cancelled`, while the thread runs on to
+        its end, holding its limiter's token, and its result or exception is discarded. In a
+        process, the worker process is killed, and reaped, before :class:`trio.Cancelled`
+        propagates: nothing keeps running. Either way, whatever the function did until then
+        stays done.
 
         Args:
             arguments: The call's arguments, already validated against ``parameters``.
@@ -153,6 +202,8 @@ class FunctionTool(Generic[P, R]):
             Whatever the function returns.
 
         Raises:
+            ToolProcessError: (process tools) the worker process died, or the arguments, the
+                result or the exception raised do not pickle.
             Exception: Whatever the function raises, unchanged.
         """
         if self._converters:
@@ -163,10 +214,13 @@ class FunctionTool(Generic[P, R]):
         func: Callable[..., Any] = self.func
         if self.is_async:
             return await func(**arguments)
+        if self._process is not None:
+            return await self._process.run(self.name, arguments, self.limiter)
         return await trio.to_thread.run_sync(
             functools.partial(func, **arguments),
             thread_name=f"trio_invoke tool {self.name}",
             abandon_on_cancel=True,
+            limiter=self.limiter if self.limiter is not None else tool_thread_limiter(),
         )
 
     def __repr__(self) -> str:
@@ -175,7 +229,8 @@ class FunctionTool(Generic[P, R]):
         module = getattr(func, "__module__", None)
         where = f"{module}.{qualname}" if module else qualname
         approval = ", requires_approval=True" if self.requires_approval else ""
-        return f"<FunctionTool {self.name!r} for {where}{approval}>"
+        process = ", isolation='process'" if self.isolation == "process" else ""
+        return f"<FunctionTool {self.name!r} for {where}{approval}{process}>"
 
 
 @overload
@@ -189,6 +244,8 @@ def tool(
     description: str | None = None,
     requires_approval: bool = False,
     timeout: float | None = None,
+    isolation: Literal["thread", "process"] = "thread",
+    limiter: trio.CapacityLimiter | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -200,6 +257,8 @@ def tool(
     description: str | None = None,
     requires_approval: bool = False,
     timeout: float | None = None,
+    isolation: Literal["thread", "process"] = "thread",
+    limiter: trio.CapacityLimiter | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Turn a plain or async function into a tool: ``@tool`` or ``@tool(...)``.
 
@@ -224,6 +283,28 @@ def tool(
         def delete_file(path: str) -> None:
             \"""Delete a file.\"""
 
+        @tool(isolation="process", timeout=30)
+        def render(scene: str) -> str:
+            \"""Render a scene (CPU-bound, in a worker process).\"""
+
+    **Threads.** A plain function runs in a worker thread, so it never blocks the event loop.
+    A thread cannot be stopped: when a call times out or is cancelled, the call gets its result
+    at once, and the thread is abandoned and runs on to its end, holding its limiter's token.
+    Tool threads have their own limiter (``limiter=``, else the client's ``max_tool_threads``,
+    else :func:`current_default_tool_thread_limiter`, 40 tokens), never Trio's default one, so
+    hung tools can starve only other tool threads, not the rest of the program.
+
+    **Processes.** With ``isolation="process"`` (the extra ``trio_invoke[process]``) a plain
+    function runs in a worker process of trio-parallel: CPU-bound calls run in parallel, free of
+    the GIL, and a call that times out or is cancelled kills its worker, so nothing keeps
+    running; a worker that dies (``os._exit``, a segfault) fails only its call, and the next
+    call gets a fresh worker. The function goes to the worker by reference, so it must be
+    defined with ``def`` at the top level of an importable module (a script needs the
+    ``if __name__ == "__main__":`` guard): the worker imports that module. Arguments, the result
+    and exceptions cross by ``pickle``. A call costs some 50-300 µs more than in a thread;
+    the first call in a new worker pays for starting it (a Python interpreter importing the
+    module: 0.2-0.4 s on a 2-core machine, counted in the call's ``timeout``).
+
     Args:
         func: The function (when used as ``@tool`` without parentheses).
         name: The tool's name; the function's ``__name__`` by default.
@@ -231,6 +312,10 @@ def tool(
         requires_approval: Whether every call needs a human's approval first.
         timeout: Seconds each call may run (overrides the client's ``tool_timeout``); see
             :class:`FunctionTool`.
+        isolation: For a sync function: ``"thread"`` (the default) or ``"process"``.
+        limiter: For a sync function: this tool's own ``trio.CapacityLimiter`` on calls running
+            at once (threads, or worker processes); ``None``: the defaults above (for
+            processes, trio-parallel's default limiter, one token per CPU).
 
     Returns:
         A :class:`FunctionTool` (or, with keyword arguments only, a decorator that makes one).
@@ -238,8 +323,14 @@ def tool(
     Raises:
         ToolDefinitionError: The function cannot be described; the message names the function
             and the parameter (``"@tool cannot describe parameter 'x' of function 'f':
-            unsupported annotation <class 'bytes'>"``).
+            unsupported annotation <class 'bytes'>"``). Also: ``isolation="process"`` or
+            ``limiter=`` on an async function, and, for a process tool, a function that cannot
+            be sent to a worker process (a lambda, a function defined inside another one, a
+            callable that does not pickle, an Enum parameter type that does not pickle).
         ConfigurationError: ``timeout`` is not a number above 0 or ``None``.
+        ImportError: ``isolation="process"`` without trio-parallel, raised at decoration (so a
+            missing extra shows when the module is imported, not as a failed call the model
+            reads); the message names the extra, ``trio_invoke[process]``.
     """
 
     def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:
@@ -249,6 +340,8 @@ def tool(
             description=description,
             requires_approval=requires_approval,
             timeout=timeout,
+            isolation=isolation,
+            limiter=limiter,
         )
 
     if func is not None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
@@ -63,6 +64,7 @@ REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 """The wire names of a message's reasoning, in the order ``from_dict`` looks for them."""
 _MESSAGE_KEYS: Final = frozenset({"role", "content", "tool_calls", "name", "tool_call_id"})
 _CALL_KEYS: Final = frozenset({"id", "type", "function"})
+_ERROR_RESULT: Final = MappingProxyType({"is_error": True})
 
 
 class MessageRole(enum.Enum):
@@ -338,10 +340,21 @@ class ChatMessage:
         return cls(MessageRole.ASSISTANT, text, tool_calls, reasoning=reasoning)
 
     @classmethod
-    def tool_result(cls, call: ToolCall, result: str | Iterable[ContentPart]) -> ChatMessage:
+    def tool_result(
+        cls, call: ToolCall, result: str | Iterable[ContentPart], *, is_error: bool = False
+    ) -> ChatMessage:
         """The ``TOOL`` message that answers ``call`` with ``result`` (text, or content parts
-        when the tool returned an image)."""
-        return cls(MessageRole.TOOL, result, name=call.name, tool_call_id=call.id)
+        when the tool returned an image).
+
+        ``is_error=True`` marks a result that reports a failure: it is kept as
+        ``provider_data["is_error"]``, which providers that take the flag get (Anthropic's
+        ``tool_result`` blocks); the chat-completions API has no such field and is not sent it.
+        (The loop's own error results need no mark: they read ``"Error: ..."``.)
+        """
+        data = _ERROR_RESULT if is_error else None
+        return cls(
+            MessageRole.TOOL, result, name=call.name, tool_call_id=call.id, provider_data=data
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """This message in the OpenAI chat-completions format.
@@ -455,14 +468,35 @@ class ChatMessage:
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Usage:
-    """Tokens a model call consumed. Add two with ``+``."""
+    """Tokens a model call consumed. Add two with ``+`` (every field adds).
+
+    ``input_tokens`` counts every token of the prompt, those served from or written to the
+    provider's prompt cache included, so that it means the same for every provider (OpenAI's
+    ``prompt_tokens`` includes cached tokens; Anthropic's ``input_tokens`` does not, and
+    ``AnthropicChatClient`` adds its cache counts in). The cache fields say how many of them
+    the cache served and how many it stored; ``0`` when the provider reported none.
+    """
 
     input_tokens: int = 0
-    """Tokens of the prompt."""
+    """Tokens of the prompt, cached ones included."""
     output_tokens: int = 0
-    """Tokens the model generated."""
+    """Tokens the model generated (its reasoning included)."""
+    cache_read_input_tokens: int = attrs.field(default=0, kw_only=True)
+    """Of ``input_tokens``, those read from the provider's prompt cache."""
+    cache_creation_input_tokens: int = attrs.field(default=0, kw_only=True)
+    """Of ``input_tokens``, those written to the provider's prompt cache."""
+
+    def __repr__(self) -> str:
+        # The cache counts only when there are any: most providers report none.
+        cache = "".join(
+            f", {name}={getattr(self, name)!r}"
+            for name in ("cache_read_input_tokens", "cache_creation_input_tokens")
+            if getattr(self, name)
+        )
+        counts = f"input_tokens={self.input_tokens!r}, output_tokens={self.output_tokens!r}"
+        return f"Usage({counts}{cache})"
 
     @property
     def total_tokens(self) -> int:
@@ -475,4 +509,8 @@ class Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation_input_tokens=(
+                self.cache_creation_input_tokens + other.cache_creation_input_tokens
+            ),
         )

@@ -10,6 +10,8 @@ from contextlib import AbstractAsyncContextManager
 
 from trio_invoke import (
     AgentResponseUpdate,
+    AnthropicChatClient,
+    ChatClient,
     ChatMessage,
     FinishReason,
     FunctionInvokingChatClient,
@@ -21,6 +23,7 @@ from trio_invoke import (
     ToolApprovalRequest,
     ToolApprovalResponse,
     ToolCall,
+    Usage,
 )
 from trio_invoke.testing import ChatFunction, FunctionChatClient, FunctionResponse
 
@@ -62,3 +65,10 @@ async def not_an_iterator() -> None:
 
 
 reason: str = f"{FinishReason.STOP}"
+
+# The Anthropic client is a chat client; the loop wraps it. Usage's cache counts are keywords.
+claude: ChatClient = AnthropicChatClient("claude-haiku-4-5", thinking={"type": "adaptive"})
+FunctionInvokingChatClient(claude)
+cached = Usage(10, 2, cache_read_input_tokens=8) + Usage(1, 1)
+Usage(10, 2, 8)  # type: ignore[call-arg]
+AnthropicChatClient("claude-haiku-4-5", max_tokens="many")  # type: ignore[arg-type]

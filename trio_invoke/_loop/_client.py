@@ -32,6 +32,7 @@ from .._exceptions import ConfigurationError
 from .._messages import ChatMessage, MessageRole
 from .._middleware import ToolMiddleware
 from .._options import RunOptions
+from .._threads import ToolThreads
 from .._tools import Tool, ToolDefinition, check_tool
 from .._updates import Error, Finish, ToolApprovalRequest
 from ._channels import reraise_single
@@ -115,7 +116,8 @@ class FunctionInvokingChatClient:
             ``RunOptions.tool_timeout`` overrides per run). A call that runs out gets an error
             result naming the limit; its siblings go on. ``None``: no limit. A sync tool's
             thread cannot be interrupted: it is abandoned and runs to its end in the
-            background, holding one of Trio's worker-thread slots until then.
+            background, holding a token of its tool-thread limiter (``max_tool_threads``)
+            until then; a process tool's worker is killed.
         max_concurrency: The most calls that execute at once: an int (per run) or a
             ``trio.CapacityLimiter`` to share one cap between runs and clients. ``None``: no cap.
         sequential: Run each round's calls one by one in call order instead of concurrently.
@@ -146,6 +148,12 @@ class FunctionInvokingChatClient:
             it per run.
         telemetry: An observer of every run, model call and tool call, such as
             ``trio_invoke.otel.Telemetry()`` (OpenTelemetry spans and metrics).
+        max_tool_threads: The most worker threads the sync tools of this client's runs use at
+            once (``@tool`` on a plain function without its own ``limiter``): an int (one
+            limiter per client and Trio run) or a ``trio.CapacityLimiter`` to share. ``None``:
+            :func:`current_default_tool_thread_limiter` (40 per Trio run). Tool threads never
+            take Trio's own thread slots, so abandoned ones (timed out or cancelled, still
+            running) can hold up other sync tools, never the rest of the program.
 
     Raises:
         ConfigurationError: an option is out of range, two tools share a name, or ``inner`` is
@@ -170,6 +178,7 @@ class FunctionInvokingChatClient:
         approval: Literal["batch", "per_call"] = "batch",
         middleware: Sequence[ToolMiddleware] = (),
         telemetry: Observer | None = None,
+        max_tool_threads: int | trio.CapacityLimiter | None = None,
     ) -> None:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
             raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
@@ -202,6 +211,8 @@ class FunctionInvokingChatClient:
         self.max_consecutive_errors = max_consecutive_errors
         self.include_detailed_errors = include_detailed_errors
         self.eager_tools = eager_tools and not sequential
+        self.max_tool_threads = max_tool_threads
+        self._tool_threads = ToolThreads.of(max_tool_threads)
         if isinstance(tools, Tool | str) or callable(tools) or not isinstance(tools, Iterable):
             raise TypeError(f"tools must be an iterable of tools, got {tools!r:.80}")
         self._tools: dict[str, Entry] = {}
@@ -284,7 +295,8 @@ class FunctionInvokingChatClient:
         stream = InvocationStream(receive, run)
         try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(run.drive, options.cancel_scope, pending, decisions)
+                with self._tool_threads.installed():  # for the run's tasks, started here
+                    await nursery.start(run.drive, options.cancel_scope, pending, decisions)
                 yield stream
                 nursery.cancel_scope.cancel()  # left early: stop whatever still runs
         except BaseExceptionGroup as group:

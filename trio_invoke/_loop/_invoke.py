@@ -86,6 +86,11 @@ def _message(exc: BaseException) -> str:
         return f"<the exception's message could not be read: {type(error).__name__}>"
 
 
+def _a(name: str) -> str:
+    """``name`` with its indefinite article: "a set", "an object"."""
+    return f"an {name}" if name[:1].lower() in "aeiou" else f"a {name}"
+
+
 def not_run(call: ToolCall, why: str) -> ToolCalled:
     """The error result of a call that was not run, saying ``why``."""
     return ToolCalled(call, f"Error: not run: {why}", is_error=True)
@@ -244,7 +249,7 @@ async def _call_tool(
         result, parts = tool_result_content(value)  # text, or parts when it holds images
     except Exception as exc:  # not JSON: TypeError, ValueError, RecursionError, ...
         text = (
-            f"Error: tool {call.name!r} returned a {type(value).__name__}, which is not "
+            f"Error: tool {call.name!r} returned {_a(type(value).__name__)}, which is not "
             "JSON-serialisable"
         )
         return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
@@ -258,7 +263,7 @@ def _stopped(call: ToolCall, stop: StopLoop, started: float) -> ToolCalled:
         return ToolCalled(call, to_text(stop.result), False, duration=duration, exception=stop)
     except Exception:  # not JSON: the stop stands all the same
         text = (
-            f"Error: tool {call.name!r} stopped the loop with a {type(stop.result).__name__}, "
+            f"Error: tool {call.name!r} stopped the loop with {_a(type(stop.result).__name__)}, "
             "which is not JSON-serialisable"
         )
         return ToolCalled(call, text, True, duration=duration, exception=stop)
@@ -324,7 +329,7 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
             text = f"Error: {who} raised trio.Cancelled, but nothing cancelled it"
             return ToolCalled(context.call, text, True, exception=cancelled)
         if not isinstance(called, ToolCalled):
-            text = f"Error: {who} returned a {type(called).__name__}, not a ToolCalled"
+            text = f"Error: {who} returned {_a(type(called).__name__)}, not a ToolCalled"
             return ToolCalled(context.call, text, True)
         if called.call.id != context.call.id:
             text = (

@@ -32,6 +32,7 @@ def model_name(name: str, prefix: str | None = None) -> str:
     ends with ``_`` and 8 hex digits of the SHA-256 of the unshortened name, so that long names
     which share a beginning stay apart. A name that is already valid is returned as it is.
 
+    >>> from trio_invoke.mcp import model_name
     >>> model_name("files.read")
     'files_read'
     >>> model_name("read", prefix="fs")

@@ -1,7 +1,7 @@
 """What the HTTP model clients share, on httpx2: retries, error responses, the streamed body.
 
-A provider's client (``openai/_client.py``, and the Anthropic client after it) builds its request
-and its sans-IO event decoder; everything between the socket and the decoder lives here:
+A provider's client (``openai/_client.py``, ``anthropic/_client.py``) builds its request and its
+sans-IO event decoder; everything between the socket and the decoder lives here:
 
 * :class:`RetryPolicy` and :func:`send`: a request is retried on HTTP 429 and 5xx and on
   connection failures -- only before any of the response was read, after the server's
@@ -13,7 +13,8 @@ and its sans-IO event decoder; everything between the socket and the decoder liv
   updates, with a deadline on *progress*: keep-alive comments and events that produce no update
   do not move it, so a server that only pings ends with ``ModelTimeoutError`` after the read
   timeout instead of holding the run forever. Closing it releases the connection at once.
-* :func:`checked_timeout`: a timeout setting checked and made an ``httpx2.Timeout``.
+* :func:`checked_timeout`: a timeout setting checked and made an ``httpx2.Timeout``;
+  :func:`encode_json`: a request body as the bytes to send.
 
 This module needs httpx2: the clients import it only after their own import guard, which names
 their extra.
@@ -29,11 +30,12 @@ library's behaviour from the outside.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, Final, Protocol
 
@@ -44,7 +46,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extras sessions import this without httpx2
     raise ImportError(
         "trio_invoke's HTTP clients need httpx2, which is not installed: "
-        'pip install "trio_invoke[openai]"'
+        'pip install "trio_invoke[openai]" (or "trio_invoke[anthropic]")'
     ) from exc
 import trio
 
@@ -55,16 +57,19 @@ from .._exceptions import (
     ModelResponseError,
     ModelTimeoutError,
 )
+from .._text import wire_text
 from .._updates import AgentResponseUpdate
 from ._sse import ServerSentEvent, SSEParser
 
 __all__ = [
     "PREVIEW",
     "RETRY_TRANSPORT",
+    "Describe",
     "EventDecoder",
     "RetryPolicy",
     "SSEStream",
     "checked_timeout",
+    "encode_json",
     "preview",
     "retry_after",
     "send",
@@ -191,6 +196,24 @@ def retry_after(headers: httpx2.Headers, now: float | None = None) -> float | No
 # -- sending ---------------------------------------------------------------------------------
 
 
+def encode_json(body: Mapping[str, Any]) -> bytes:
+    """The request body as UTF-8 JSON; text that is not valid Unicode is made valid
+    (:func:`~trio_invoke._text.wire_text`: a lone surrogate becomes U+FFFD).
+
+    Raises:
+        ConfigurationError: the body holds something that is not JSON.
+    """
+    try:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"the request body is not JSON-serialisable: {exc}") from exc
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # Surrogates only occur inside JSON strings, so mending the whole text mends each one.
+        return wire_text(text).encode()
+
+
 def timeout_error(
     exc: httpx2.TimeoutException, url: str, timeout: httpx2.Timeout, suffix: str = ""
 ) -> ModelTimeoutError:
@@ -215,22 +238,28 @@ def _transport_error(
     )
 
 
-async def status_error(
-    response: httpx2.Response, describe: Callable[[str, str], str]
-) -> HTTPStatusError:
+Describe = Callable[[str, str], "str | tuple[str, str | None]"]
+"""A provider's reader of error bodies: ``describe(body, reason_phrase)`` gives the provider's
+message, or ``(message, error_type)`` for a provider that names its errors (Anthropic)."""
+
+
+async def status_error(response: httpx2.Response, describe: Describe) -> HTTPStatusError:
     """Read (and close) an error response into an :class:`HTTPStatusError`; ``describe(body,
-    reason_phrase)`` finds the provider's message in the body."""
+    reason_phrase)`` finds the provider's message (and error type) in the body."""
     try:
         body = (await response.aread()).decode("utf-8", errors="replace")
     except httpx2.HTTPError:
         body = ""
     finally:
         await response.aclose()
+    described = describe(body, response.reason_phrase)
+    message, error_type = (described, None) if isinstance(described, str) else described
     return HTTPStatusError(
         response.status_code,
-        describe(body, response.reason_phrase),
+        message,
         body=preview(body, 4000),
         retry_after=retry_after(response.headers),
+        error_type=error_type,
     )
 
 
@@ -241,7 +270,7 @@ async def send(
     url: str,
     timeouts: httpx2.Timeout,
     retry: RetryPolicy,
-    describe: Callable[[str, str], str],
+    describe: Describe,
     on_retry: Callable[[Exception, int, float], object] | None = None,
 ) -> httpx2.Response:
     """Send the request ``build()`` makes (once per attempt) and return the streaming response,

@@ -17,10 +17,9 @@ The strategies need Hypothesis, which comes with the extra ``trio_invoke[testing
 else works without it (the strategies are imported on first use).
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from .._scripted import ScriptedCall as ScriptedCall
 from .._scripted import ScriptedChatClient as ScriptedChatClient
@@ -33,7 +32,7 @@ from ._transcripts import RunResult as RunResult
 from ._transcripts import assert_transcript_valid as assert_transcript_valid
 from ._transcripts import run_to_completion as run_to_completion
 
-if TYPE_CHECKING:  # at run time, imported on first use by __getattr__ below
+if _TYPE_CHECKING:  # at run time, imported on first use by __getattr__ below
     from ._strategies import (
         json_values,
         schemas_with_arguments,
@@ -72,13 +71,13 @@ _STRATEGIES = frozenset(
 """Public names that need Hypothesis: imported from ``._strategies`` on first access."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     """Import a strategy on first use; without Hypothesis that raises an ``ImportError`` naming
     the extra to install, ``trio_invoke[testing]``."""
     if name not in _STRATEGIES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
-        module = importlib.import_module("._strategies", __package__)
+        module = _importlib.import_module("._strategies", __package__)
     except ImportError as exc:
         raise ImportError(
             f"trio_invoke.testing.{name} needs Hypothesis, which is not installed: "

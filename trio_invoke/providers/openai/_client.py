@@ -18,7 +18,6 @@ The layers, outside in:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -30,7 +29,6 @@ import attrs
 from ..._exceptions import ConfigurationError
 from ..._messages import ChatMessage
 from ..._options import RunOptions
-from ..._text import wire_text
 from ..._updates import AgentResponseUpdate
 from ._decode import ChunkDecoder, error_message
 from ._wire import ProviderFamily, provider_family, wire_messages
@@ -42,7 +40,7 @@ except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-im
         'OpenAIChatClient needs httpx2, which is not installed: pip install "trio_invoke[openai]"'
     ) from exc
 
-from .._http import RetryPolicy, SSEStream, checked_timeout, send
+from .._http import RetryPolicy, SSEStream, checked_timeout, encode_json, send
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "OpenAIChatClient"]
 
@@ -337,7 +335,7 @@ class OpenAIChatClient:
         closes the HTTP response and its connection before the block exits; updates not yet
         received are lost. A cancelled retry wait sends nothing more.
         """
-        content = _encode(self.request_body(messages, options))
+        content = encode_json(self.request_body(messages, options))
         async with AsyncExitStack() as stack:
             http = self._http_client if self._http_client is not None else self._pool
             if http is None:
@@ -363,17 +361,3 @@ class OpenAIChatClient:
             stream = SSEStream(response, ChunkDecoder(), url=self.url, timeout=self.timeout)
             stack.push_async_callback(stream.aclose)
             yield stream
-
-
-def _encode(body: Mapping[str, Any]) -> bytes:
-    """The request body as UTF-8 JSON; text that is not valid Unicode is made valid
-    (:func:`~trio_invoke._text.wire_text`: a lone surrogate becomes U+FFFD)."""
-    try:
-        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"the request body is not JSON-serialisable: {exc}") from exc
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        # Surrogates only occur inside JSON strings, so mending the whole text mends each one.
-        return wire_text(text).encode()

@@ -1,0 +1,646 @@
+"""The Anthropic event decoder (``trio_invoke.providers.anthropic._decode``), sans-IO: bytes in
+through the SSE parser, updates out; no HTTP and no httpx2.
+
+On Anthropic-shaped streams (``anthropic_streams``) and on recorded ones (tests/data/streams,
+sources in SOURCES.json): every event and block type, stop reasons, usage with the cache counts,
+errors in the stream, and the same updates for any split of the bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from anthropic_streams import (
+    CACHED,
+    NO_ARGUMENTS,
+    PARALLEL,
+    REDACTED,
+    SHAPED,
+    TEXT,
+    THINKING,
+    UNKNOWN,
+    decode,
+    event,
+    message_end,
+    message_of,
+    message_start,
+    text_block,
+    thinking_block,
+    tool_block,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from recorded import cuts, recorded, recorded_json, streams
+
+from trio_invoke import (
+    ChatMessage,
+    Finish,
+    FinishReason,
+    ModelResponseError,
+    ProviderDataDelta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from trio_invoke.providers._sse import SSEParser
+from trio_invoke.providers.anthropic._decode import (
+    STOP_REASONS,
+    THINKING_BLOCKS,
+    AnthropicDecoder,
+    error_description,
+    error_message,
+)
+
+
+def outcome(pieces: Iterable[bytes]) -> list[Any]:
+    """:func:`decode`, with an error counted as one more update (so that a stream that ends in
+    an error compares the same way under every split)."""
+    parser, decoder = SSEParser(), AnthropicDecoder()
+    updates: list[Any] = []
+    try:
+        for piece in pieces:
+            for one in parser.feed(piece):
+                updates += decoder.event(one)
+        return updates + decoder.end_of_body()
+    except ModelResponseError as exc:
+        return [*updates, ("raised", str(exc), exc.error_type)]
+
+
+# -- Anthropic-shaped streams ------------------------------------------------------------------
+
+
+def test_text_with_a_ping_between_its_pieces() -> None:
+    assert decode([TEXT]) == [
+        TextDelta("Bonjour"),
+        TextDelta(" ! Ça va ? "),
+        TextDelta("👋"),
+        Finish(FinishReason.STOP, Usage(25, 40)),
+    ]
+
+
+def test_parallel_tool_use_after_text() -> None:
+    assert decode([PARALLEL]) == [
+        TextDelta("Both at once."),
+        ToolCallStart("toolu_01W", "get_weather"),
+        ToolCallArgs("toolu_01W", '{"city": '),
+        ToolCallArgs("toolu_01W", '"Paris"}'),
+        ToolCallEnd("toolu_01W"),
+        ToolCallStart("toolu_01T", "get_time"),
+        ToolCallArgs("toolu_01T", '{"zone": "Europe/Paris"}'),
+        ToolCallEnd("toolu_01T"),
+        Finish(FinishReason.TOOL_CALLS, Usage(120, 77)),
+    ]
+
+
+def test_a_tool_use_with_no_input_pieces_has_the_arguments_of_an_empty_object() -> None:
+    updates = decode([NO_ARGUMENTS])
+    assert updates[:2] == [ToolCallStart("toolu_01N", "clock"), ToolCallEnd("toolu_01N")]
+    message = message_of(updates)
+    assert message is not None
+    assert message.tool_calls == (ToolCall("toolu_01N", "clock", "{}"),)
+
+
+def test_a_tool_use_whose_whole_input_is_in_its_start() -> None:
+    block = {"type": "tool_use", "id": "toolu_9", "name": "add", "input": {"a": 1, "b": "é"}}
+    raw = (
+        message_start()
+        + event("content_block_start", index=0, content_block=block)
+        + event("content_block_stop", index=0)
+        + message_end("tool_use")
+    )
+    assert decode([raw])[:3] == [
+        ToolCallStart("toolu_9", "add"),
+        ToolCallArgs("toolu_9", '{"a":1,"b":"é"}'),
+        ToolCallEnd("toolu_9"),
+    ]
+
+
+def test_thinking_streams_as_reasoning_and_its_signed_block_stays_on_the_message() -> None:
+    updates = decode([THINKING])
+    reasoning = [u for u in updates if isinstance(u, ReasoningDelta)]
+    assert reasoning == [
+        ReasoningDelta("Weather first; "),
+        ReasoningDelta("then time — "),
+        ReasoningDelta("Fahrenheit?"),
+    ]
+    first_call = next(i for i, u in enumerate(updates) if isinstance(u, ToolCallStart))
+    assert all(isinstance(u, ReasoningDelta | ProviderDataDelta) for u in updates[:first_call])
+    message = message_of(updates)
+    assert message is not None
+    assert message.reasoning == "Weather first; then time — Fahrenheit?"
+    assert message.provider_data[THINKING_BLOCKS] == [
+        {
+            "type": "thinking",
+            "thinking": "Weather first; then time — Fahrenheit?",
+            "signature": "EqQBCkYIBhgCIkBfcm5==",
+        }
+    ]
+    assert message.tool_calls == (ToolCall("toolu_01X", "get_weather", '{"city": "Paris"}'),)
+    stored = json.loads(json.dumps(message.to_dict()))
+    assert ChatMessage.from_dict(stored) == message  # the blocks survive storage
+
+
+def test_redacted_and_thinking_blocks_keep_their_order() -> None:
+    message = message_of(decode([REDACTED]))
+    assert message is not None
+    assert message.provider_data[THINKING_BLOCKS] == [
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw"},
+        {"type": "thinking", "thinking": "Hmm.", "signature": "Sig2=="},
+        {"type": "redacted_thinking", "data": "EtgBCkYIBxgCKkDQ"},
+    ]
+    assert (message.text, message.reasoning) == ("Done.", "Hmm.")
+
+
+def test_a_signature_in_several_pieces_is_joined() -> None:
+    raw = (
+        message_start()
+        + event(
+            "content_block_start",
+            index=0,
+            content_block={"type": "thinking", "thinking": "", "signature": ""},
+        )
+        + event("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "a"})
+        + event(
+            "content_block_delta", index=0, delta={"type": "signature_delta", "signature": "S1"}
+        )
+        + event(
+            "content_block_delta", index=0, delta={"type": "signature_delta", "signature": "S2"}
+        )
+        + event("content_block_stop", index=0)
+        + text_block(1, "hi")
+        + message_end()
+    )
+    message = message_of(decode([raw]))
+    assert message is not None
+    assert message.provider_data[THINKING_BLOCKS] == [
+        {"type": "thinking", "thinking": "a", "signature": "S1S2"}
+    ]
+
+
+def test_keys_keep_the_blocks_of_continued_responses_apart() -> None:
+    first = decode([THINKING], AnthropicDecoder())
+    second = decode([THINKING], AnthropicDecoder(key_prefix="1."))
+    keys = {u.key for u in first + second if isinstance(u, ProviderDataDelta)}
+    assert keys == {"0", "1.0"}
+
+
+def test_cache_counts_are_in_the_usage_and_in_input_tokens() -> None:
+    assert decode([CACHED])[-1] == Finish(
+        FinishReason.STOP,
+        Usage(10 + 2000 + 300, 5, cache_read_input_tokens=2000, cache_creation_input_tokens=300),
+    )
+
+
+def test_the_last_usage_counts_never_a_sum() -> None:
+    raw = (
+        message_start(50, cache_read=0)
+        + text_block(0, "x")
+        + event("message_delta", delta={"stop_reason": None}, usage={"output_tokens": 3})
+        + event(
+            "message_delta",
+            delta={"stop_reason": "end_turn"},
+            usage={"output_tokens": 7, "input_tokens": 60, "cache_read_input_tokens": 40},
+        )
+        + event("message_stop")
+    )
+    assert decode([raw])[-1] == Finish(FinishReason.STOP, Usage(100, 7, cache_read_input_tokens=40))
+
+
+def test_usage_with_iterations_is_the_sum_of_the_passes() -> None:
+    passes = [
+        {"input_tokens": 100, "output_tokens": 83, "cache_read_input_tokens": 55096},
+        {"input_tokens": 181, "output_tokens": 8, "cache_read_input_tokens": 0},
+    ]
+    raw = (
+        message_start(100, cache_read=55096)
+        + text_block(0, "Hello!")
+        + event(
+            "message_delta",
+            delta={"stop_reason": "end_turn"},
+            usage={"input_tokens": 181, "output_tokens": 8, "iterations": passes},
+        )
+        + event("message_stop")
+    )
+    assert decode([raw])[-1] == Finish(
+        FinishReason.STOP, Usage(100 + 55096 + 181, 91, cache_read_input_tokens=55096)
+    )
+
+
+@pytest.mark.parametrize(("stop_reason", "reason"), sorted(STOP_REASONS.items()))
+def test_every_stop_reason_without_calls(stop_reason: str, reason: FinishReason) -> None:
+    raw = message_start() + text_block(0, "x") + message_end(stop_reason)
+    expected = FinishReason.STOP if reason is FinishReason.TOOL_CALLS else reason
+    assert decode([raw])[-1] == Finish(expected, Usage(25, 40))
+
+
+def test_the_stop_reasons_the_api_defines_are_all_mapped() -> None:
+    assert STOP_REASONS == {
+        "end_turn": FinishReason.STOP,
+        "stop_sequence": FinishReason.STOP,
+        "tool_use": FinishReason.TOOL_CALLS,
+        "max_tokens": FinishReason.LENGTH,
+        "model_context_window_exceeded": FinishReason.LENGTH,
+        "refusal": FinishReason.CONTENT_FILTER,
+    }
+
+
+@pytest.mark.parametrize("stop_reason", ["end_turn", "tool_use", "max_tokens", "a_new_reason"])
+def test_calls_make_the_reason_tool_calls(stop_reason: str) -> None:
+    raw = message_start() + tool_block(0, "toolu_1", "f", "{}") + message_end(stop_reason)
+    assert decode([raw])[-1].finish_reason is FinishReason.TOOL_CALLS
+
+
+def test_an_unknown_stop_reason_is_stop() -> None:
+    raw = message_start() + text_block(0, "x") + message_end("something_new")
+    assert decode([raw])[-1].finish_reason is FinishReason.STOP
+
+
+def test_stop_sequence_is_kept() -> None:
+    raw = (
+        message_start()
+        + text_block(0, "1 2 3")
+        + event("message_delta", delta={"stop_reason": "stop_sequence", "stop_sequence": "4"})
+        + event("message_stop")
+    )
+    decoder = AnthropicDecoder()
+    assert decode([raw], decoder)[-1].finish_reason is FinishReason.STOP
+    assert decoder.stop_sequence == "4"
+
+
+def test_pause_turn_is_left_to_the_client_to_continue() -> None:
+    raw = message_start() + text_block(0, "Searching...") + message_end("pause_turn", 30)
+    decoder = AnthropicDecoder()
+    assert decode([raw], decoder) == [TextDelta("Searching...")]  # no Finish
+    assert decoder.finished
+    assert decoder.paused
+    assert decoder.usage == Usage(25, 30)
+
+
+def test_pause_turn_that_no_one_continues_is_an_unfinished_turn() -> None:
+    raw = message_start() + text_block(0, "Searching...") + message_end("pause_turn", 30)
+    decoder = AnthropicDecoder(continue_pause=False)
+    assert decode([raw], decoder)[-1] == Finish(FinishReason.LENGTH, Usage(25, 30))
+    assert not decoder.paused
+
+
+def test_pause_turn_with_tool_calls_answers_the_calls_first() -> None:
+    raw = message_start() + tool_block(0, "toolu_1", "f", "{}") + message_end("pause_turn")
+    decoder = AnthropicDecoder()
+    assert decode([raw], decoder)[-1].finish_reason is FinishReason.TOOL_CALLS
+    assert not decoder.paused
+
+
+def test_unknown_events_blocks_and_deltas_are_skipped_but_kept_in_the_blocks() -> None:
+    decoder = AnthropicDecoder()
+    assert decode([UNKNOWN], decoder) == [
+        TextDelta("Found it."),
+        Finish(FinishReason.STOP, Usage(25, 40)),
+    ]
+    assert decoder.blocks == [
+        {
+            "type": "server_tool_use",
+            "id": "srvtoolu_1",
+            "name": "web_search",
+            "input": {"query": "trio"},
+        },
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+        {"type": "text", "text": "Found it."},
+    ]
+
+
+def test_blocks_are_the_content_as_the_api_returns_it() -> None:
+    decoder = AnthropicDecoder()
+    decode([THINKING], decoder)
+    assert decoder.blocks == [
+        {
+            "type": "thinking",
+            "thinking": "Weather first; then time — Fahrenheit?",
+            "signature": "EqQBCkYIBhgCIkBfcm5==",
+        },
+        {"type": "tool_use", "id": "toolu_01X", "name": "get_weather", "input": {"city": "Paris"}},
+    ]
+
+
+def test_max_tokens_inside_a_tool_call_ends_the_call_with_what_came() -> None:
+    raw = (
+        message_start()
+        + tool_block(0, "toolu_cut", "write", '{"text": "unfini', stop=False)
+        + message_end("max_tokens")
+    )
+    updates = decode([raw])
+    assert updates[-2:] == [
+        ToolCallEnd("toolu_cut"),
+        Finish(FinishReason.TOOL_CALLS, Usage(25, 40)),
+    ]
+    message = message_of(updates)
+    assert message is not None
+    assert message.tool_calls == (ToolCall("toolu_cut", "write", '{"text": "unfini'),)
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("overloaded_error", "Overloaded"),
+        ("api_error", "Internal server error"),
+        ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
+    ],
+)
+def test_an_error_event_comes_after_the_updates_before_it(kind: str, message: str) -> None:
+    raw = (
+        message_start()
+        + text_block(0, "Partial")
+        + event("error", error={"details": None, "type": kind, "message": message})
+    )
+    result = outcome([raw])
+    assert result[0] == TextDelta("Partial")
+    assert result[-1] == (
+        "raised",
+        f"the server reported an error in the stream: {kind}: {message}",
+        kind,
+    )
+
+
+def test_an_error_event_named_only_by_the_sse_event_field() -> None:
+    raw = message_start() + b'event: error\ndata: {"error": {"message": "boom"}}\n\n'
+    with pytest.raises(ModelResponseError, match="boom") as caught:
+        decode([raw])
+    assert caught.value.error_type is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "match"),
+    [
+        (message_start() + text_block(0, "x"), "ended before the response was complete"),
+        (b"", r"no stop_reason and no message_stop after 0 events"),
+        (message_start() + b"data: {not json\n\n", "not valid JSON"),
+        (message_start() + b"data: [1, 2]\n\n", "not a JSON object"),
+        (
+            message_start()
+            + event("content_block_delta", index=3, delta={"type": "text_delta", "text": "x"}),
+            "content block 3, which never started",
+        ),
+        (
+            message_start() + text_block(0, "x") + event("content_block_stop", index=0),
+            "after its content_block_stop",
+        ),
+        (
+            message_start() + text_block(0, "x") + text_block(0, "y"),
+            "started content block 0 twice",
+        ),
+        (
+            message_start()
+            + event("content_block_start", index=0, content_block={"type": "text", "text": ""})
+            + event(
+                "content_block_delta",
+                index=0,
+                delta={"type": "input_json_delta", "partial_json": "{"},
+            ),
+            "input_json_delta for a text block",
+        ),
+        (
+            message_start()
+            + event("content_block_start", index=0, content_block={"type": "text", "text": ""})
+            + event("content_block_delta", index=0, delta={"type": "text_delta", "text": 5}),
+            "text is not a string",
+        ),
+        (
+            message_start()
+            + event(
+                "content_block_start", index=0, content_block={"type": "tool_use", "name": "f"}
+            ),
+            "started without an id",
+        ),
+        (
+            message_start()
+            + event("content_block_start", index=0, content_block={"type": "tool_use", "id": "t"}),
+            "started without a name",
+        ),
+        (
+            message_start() + tool_block(0, "t1", "f", "{}") + tool_block(1, "t1", "g", "{}"),
+            "tool_use id 't1' twice",
+        ),
+        (message_start() + event("content_block_start", index=-1), "not an integer >= 0"),
+        (message_start() + event("content_block_start", index=0), "started without a type"),
+    ],
+)
+def test_broken_streams_are_a_model_response_error_naming_the_problem(
+    raw: bytes, match: str
+) -> None:
+    with pytest.raises(ModelResponseError, match=match):
+        decode([raw])
+
+
+def test_a_body_that_ends_after_the_stop_reason_without_message_stop_is_complete() -> None:
+    raw = (
+        message_start()
+        + text_block(0, "x")
+        + event("message_delta", delta={"stop_reason": "end_turn"})
+    )
+    assert decode([raw])[-1] == Finish(FinishReason.STOP, Usage(25, 3))
+
+
+def test_nothing_counts_after_message_stop() -> None:
+    raw = TEXT + text_block(5, "late") + message_end("max_tokens")
+    assert decode([raw]) == decode([TEXT])
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+            ("Overloaded", "overloaded_error"),
+        ),
+        ('{"type":"error","error":{"type":"api_error"}}', ("Bad Gateway", "api_error")),
+        ('{"error": "upstream timed out"}', ("upstream timed out", None)),
+        ('{"message": "no route"}', ("no route", None)),
+        ('{"detail": "Not Found"}', ("Not Found", None)),
+        ("<html>502 Bad Gateway</html>", ("<html>502 Bad Gateway</html>", None)),
+        ("", ("Bad Gateway", None)),
+    ],
+)
+def test_error_bodies(body: str, expected: tuple[str, str | None]) -> None:
+    assert error_description(body, "Bad Gateway") == expected
+
+
+def test_the_recorded_401_body() -> None:
+    body = recorded("anthropic/http-401-authentication_error.json").decode()
+    assert error_description(body, "Unauthorized") == ("invalid x-api-key", "authentication_error")
+    assert error_message(body) == "authentication_error: invalid x-api-key"
+
+
+# -- any split gives the same updates ---------------------------------------------------------
+
+RECORDED = streams("anthropic")
+BODIES = {**{f"shaped:{k}": v for k, v in SHAPED.items()}, **{n: recorded(n) for n in RECORDED}}
+
+
+def test_the_recorded_anthropic_streams_are_there() -> None:
+    assert len(RECORDED) == 8
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_a_stream_decodes_the_same_one_byte_at_a_time(name: str) -> None:
+    raw = BODIES[name]
+    assert outcome([raw[i : i + 1] for i in range(len(raw))]) == outcome([raw])
+
+
+@pytest.mark.parametrize("name", sorted(f"shaped:{k}" for k in SHAPED))
+def test_a_shaped_stream_decodes_the_same_cut_in_two_at_every_byte(name: str) -> None:
+    raw = BODIES[name]
+    expected = outcome([raw])
+    for point in range(1, len(raw)):
+        assert outcome([raw[:point], raw[point:]]) == expected, point
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_a_recorded_stream_decodes_the_same_cut_in_two_at_every_byte(name: str) -> None:
+    raw = BODIES[name]
+    expected = outcome([raw])
+    for point in range(1, len(raw)):
+        assert outcome([raw[:point], raw[point:]]) == expected, point
+
+
+@settings(max_examples=80)
+@given(st.sampled_from(sorted(BODIES)), st.data())
+def test_any_split_of_the_bytes_gives_the_same_updates(name: str, data: st.DataObject) -> None:
+    raw = BODIES[name]
+    points = data.draw(st.lists(st.integers(1, len(raw) - 1), max_size=40))
+    assert outcome(cuts(raw, points)) == outcome([raw])
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("text"), st.lists(st.text(min_size=1, max_size=8), max_size=4)),
+            st.tuples(st.just("tool"), st.lists(st.text(max_size=6), max_size=4)),
+            st.tuples(st.just("thinking"), st.lists(st.text(min_size=1, max_size=8), max_size=4)),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    st.sampled_from(sorted(STOP_REASONS)),
+    st.data(),
+)
+def test_any_generated_stream_under_any_split(
+    blocks: list[tuple[str, list[str]]], stop_reason: str, data: st.DataObject
+) -> None:
+    """Any sequence of text, tool and thinking blocks: the updates are the same for any split,
+    each block's pieces come through whole, and calls come in block order."""
+    raw = message_start()
+    texts, calls, thoughts = [], [], []
+    for index, (kind, pieces) in enumerate(blocks):
+        if kind == "text":
+            raw += text_block(index, *pieces)
+            texts += pieces
+        elif kind == "tool":
+            raw += tool_block(index, f"toolu_{index}", f"tool_{index}", *pieces)
+            calls.append(ToolCall(f"toolu_{index}", f"tool_{index}", "".join(pieces) or "{}"))
+        else:
+            raw += thinking_block(index, *pieces, signature=f"sig{index}")
+            thoughts += pieces
+    raw += message_end(stop_reason)
+    points = data.draw(st.lists(st.integers(1, len(raw) - 1), max_size=30))
+    updates = decode(cuts(raw, points))
+    assert updates == decode([raw])
+    message = message_of(updates) or ChatMessage.assistant("")  # None: the response was empty
+    assert message.text == "".join(texts)
+    assert list(message.tool_calls or ()) == calls
+    assert message.reasoning == ("".join(thoughts) or None)
+    if calls:
+        assert updates[-1].finish_reason is FinishReason.TOOL_CALLS
+
+
+# -- the recorded streams ---------------------------------------------------------------------
+
+
+def test_recorded_text_with_a_ping() -> None:
+    updates = decode([recorded("anthropic/text-end_turn.sse")])
+    assert "".join(u.text for u in updates if isinstance(u, TextDelta)) == (
+        'Olá!\n\n(This is the most common way to say "hi" in Portuguese. You could also say '
+        '"Oi!" for a more casual greeting.)'
+    )
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(16, 38))
+
+
+def test_recorded_parallel_tool_use_after_text() -> None:
+    updates = decode([recorded("anthropic/parallel-tool_use-after-text.sse")])
+    message = message_of(updates)
+    assert message is not None
+    assert message.text == "I'll add and multiply the numbers 2 and 3 for you."
+    assert message.tool_calls == (
+        ToolCall("toolu_01GrN36ErVgy85ECZ6pbzBL4", "add", '{"a": 2, "b": 3}'),
+        ToolCall("toolu_0113xQa4VtccyoXcHaukkzom", "multiply", '{"a": 2, "b": 3}'),
+    )
+    assert updates[-1] == Finish(FinishReason.TOOL_CALLS, Usage(502, 137))
+
+
+def test_recorded_thinking_then_tool_use_keeps_the_block_the_second_round_sent_back() -> None:
+    name = "anthropic/thinking-then-tool_use"
+    message = message_of(decode([recorded(f"{name}.sse")]))
+    assert message is not None
+    accepted = recorded_json(f"{name}.turn2.request.json")
+    sent = accepted["messages"][1]
+    assert sent["role"] == "assistant"
+    assert message.provider_data[THINKING_BLOCKS] == [sent["content"][0]]
+    assert message.reasoning == sent["content"][0]["thinking"]
+    [call] = message.tool_calls or ()
+    assert (call.id, call.name, json.loads(call.arguments)) == (
+        sent["content"][1]["id"],
+        sent["content"][1]["name"],
+        sent["content"][1]["input"],
+    )
+
+
+def test_recorded_redacted_thinking_with_pings() -> None:
+    updates = decode([recorded("anthropic/redacted_thinking-then-text.sse")])
+    message = message_of(updates)
+    assert message is not None
+    blocks = message.provider_data[THINKING_BLOCKS]
+    assert [b["type"] for b in blocks] == ["redacted_thinking", "redacted_thinking"]
+    assert blocks[1]["data"].startswith("EtgBCkYIBxgCKkDQfGkwzflEJP5asG3o")
+    assert message.reasoning is None
+    assert message.text.startswith("I notice that you've sent what appears to be")
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(92, 189))
+
+
+def test_recorded_compaction_with_cache_reads() -> None:
+    decoder = AnthropicDecoder()
+    updates = decode([recorded("anthropic/compaction-cache_read-then-text.sse")], decoder)
+    assert [u for u in updates if isinstance(u, TextDelta)] == [
+        TextDelta("Hello!"),
+        TextDelta(" "),
+        TextDelta("👋"),
+    ]
+    assert updates[-1] == Finish(
+        FinishReason.STOP, Usage(100 + 55096 + 181, 83 + 8, cache_read_input_tokens=55096)
+    )
+    assert [b["type"] for b in decoder.blocks] == ["compaction", "text"]
+
+
+def test_recorded_max_tokens_inside_a_tool_call() -> None:
+    updates = decode([recorded("anthropic/max_tokens-inside-tool_use.sse")])
+    assert updates[-1] == Finish(FinishReason.TOOL_CALLS, Usage(450, 124))
+    message = message_of(updates)
+    assert message is not None
+    [call] = message.tool_calls or ()
+    assert call.name == "make_file"
+    assert call.arguments.endswith('\n"Filing taxes')  # cut short: the loop answers it as an error
+
+
+def test_recorded_second_rounds() -> None:
+    for name in ("parallel-tool_use-after-text", "thinking-then-tool_use"):
+        updates = decode([recorded(f"anthropic/{name}.turn2.sse")])
+        assert isinstance(updates[-1], Finish)
+        assert updates[-1].finish_reason is FinishReason.STOP
+        assert not any(isinstance(u, ToolCallStart) for u in updates)

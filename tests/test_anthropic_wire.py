@@ -1,0 +1,462 @@
+"""What AnthropicChatClient sends: a conversation as the Messages API takes it (sans-IO), and the
+request around it. The second-round requests the API accepted (recorded) are rebuilt exactly
+from the conversation the loop keeps."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from anthropic_streams import decode, message_of
+from recorded import recorded, recorded_json
+
+from trio_invoke import (
+    AnthropicChatClient,
+    ChatMessage,
+    ConfigurationError,
+    ImagePart,
+    MessageRole,
+    RawPart,
+    RunOptions,
+    TextPart,
+    ToolCall,
+    ToolDefinition,
+)
+from trio_invoke.providers.anthropic._wire import (
+    wire_conversation,
+    wire_tool_choice,
+    wire_tools,
+)
+
+CALL_1 = ToolCall("toolu_1", "get_weather", '{"city": "Paris"}')
+CALL_2 = ToolCall("toolu_2", "get_time", '{"zone": "Europe/Paris"}')
+PNG = ImagePart(data="iVBORw0KGgo=", media_type="image/png")
+
+
+def body(messages: list[ChatMessage], options: RunOptions | None = None, **kw: Any) -> Any:
+    return AnthropicChatClient("claude-x", base_url="http://127.0.0.1:9", **kw).request_body(
+        messages, options
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_anthropic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+# -- system, roles, merging ---------------------------------------------------------------------
+
+
+def test_system_and_developer_messages_go_to_system_in_order() -> None:
+    system, messages = wire_conversation(
+        [
+            ChatMessage.system("Be brief."),
+            ChatMessage.user("Hi"),
+            ChatMessage.developer("Use metric units."),
+            ChatMessage.system(
+                [TextPart("Cached.", provider_data={"cache_control": {"type": "ephemeral"}})]
+            ),
+        ]
+    )
+    assert system == [
+        {"type": "text", "text": "Be brief."},
+        {"type": "text", "text": "Use metric units."},
+        {"type": "text", "text": "Cached.", "cache_control": {"type": "ephemeral"}},
+    ]
+    assert messages == [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
+
+
+def test_no_system_field_without_system_messages() -> None:
+    assert "system" not in body([ChatMessage.user("Hi")])
+
+
+def test_consecutive_messages_of_one_role_merge() -> None:
+    _, messages = wire_conversation(
+        [
+            ChatMessage.user("One."),
+            ChatMessage.user("Two."),
+            ChatMessage.assistant("A."),
+            ChatMessage.assistant("B."),
+            ChatMessage.user("Three."),
+        ]
+    )
+    assert messages == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "One."}, {"type": "text", "text": "Two."}],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "A."}, {"type": "text", "text": "B."}],
+        },
+        {"role": "user", "content": [{"type": "text", "text": "Three."}]},
+    ]
+
+
+def test_empty_text_and_empty_messages_are_left_out() -> None:
+    _, messages = wire_conversation(
+        [
+            ChatMessage.user("Hi"),
+            ChatMessage.assistant(""),
+            ChatMessage.user(""),
+            ChatMessage.user("Again"),
+        ]
+    )
+    assert messages == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "Again"}],
+        }
+    ]
+
+
+# -- tool use and results ---------------------------------------------------------------------
+
+
+def test_tool_calls_and_their_results_in_one_user_message_in_call_order() -> None:
+    _, messages = wire_conversation(
+        [
+            ChatMessage.user("Weather and time?"),
+            ChatMessage.assistant("Both.", [CALL_1, CALL_2]),
+            ChatMessage.tool_result(CALL_1, "Sunny"),
+            ChatMessage.tool_result(CALL_2, "Error: tool 'get_time' raised ValueError"),
+            ChatMessage.assistant("Sunny; the clock failed."),
+        ]
+    )
+    assert messages[1:] == [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Both."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "get_weather",
+                    "input": {"city": "Paris"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "toolu_2",
+                    "name": "get_time",
+                    "input": {"zone": "Europe/Paris"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Sunny"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": "Error: tool 'get_time' raised ValueError",
+                    "is_error": True,
+                },
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Sunny; the clock failed."}]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("result", "flagged"),
+    [
+        (ChatMessage.tool_result(CALL_1, "Error: not run: the round limit is reached"), True),
+        (ChatMessage.tool_result(CALL_1, "Error: cancelled"), True),
+        (
+            ChatMessage.tool_result(
+                CALL_1, '[arguments replaced by the user: {"city": 5}] Error: invalid arguments'
+            ),
+            True,
+        ),
+        (ChatMessage.tool_result(CALL_1, "No errors found.", is_error=True), True),
+        (ChatMessage.tool_result(CALL_1, "Errors: none"), False),
+        (ChatMessage.tool_result(CALL_1, "all fine"), False),
+        (
+            ChatMessage(
+                MessageRole.TOOL,
+                "Error: but the provider said it is not one",
+                tool_call_id="toolu_1",
+                provider_data={"is_error": False},
+            ),
+            False,
+        ),
+    ],
+)
+def test_is_error_marks_error_results(result: ChatMessage, flagged: bool) -> None:
+    _, messages = wire_conversation([ChatMessage.assistant("", [CALL_1]), result])
+    [block] = messages[1]["content"]
+    assert block.get("is_error", False) is flagged
+
+
+def test_is_error_survives_storage() -> None:
+    message = ChatMessage.tool_result(CALL_1, "nope", is_error=True)
+    assert message.to_dict()["is_error"] is True
+    assert ChatMessage.from_dict(json.loads(json.dumps(message.to_dict()))) == message
+
+
+@pytest.mark.parametrize(
+    ("arguments", "sent"),
+    [("", {}), ("{}", {}), ("[1]", {}), ('{"a": ', {}), ('{"a": [1]}', {"a": [1]})],
+)
+def test_tool_use_input_is_an_object(arguments: str, sent: dict[str, Any]) -> None:
+    _, messages = wire_conversation([ChatMessage.assistant("", [ToolCall("t", "f", arguments)])])
+    assert messages[0]["content"][0]["input"] == sent
+
+
+def test_a_tools_image_goes_inside_its_tool_result() -> None:
+    _, messages = wire_conversation(
+        [
+            ChatMessage.assistant("", [CALL_1]),
+            ChatMessage.tool_result(
+                CALL_1, [TextPart("the chart:"), PNG, ImagePart(url="https://x/y.png")]
+            ),
+        ]
+    )
+    assert messages[1]["content"][0]["content"] == [
+        {"type": "text", "text": "the chart:"},
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+        },
+        {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}},
+    ]
+
+
+def test_images_and_raw_parts_in_user_messages() -> None:
+    document = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "x"},
+    }
+    _, messages = wire_conversation(
+        [ChatMessage.user([TextPart("What is this?"), PNG, RawPart(document)])]
+    )
+    assert messages[0]["content"] == [
+        {"type": "text", "text": "What is this?"},
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+        },
+        document,
+    ]
+
+
+# -- thinking blocks -----------------------------------------------------------------------------
+
+SIGNED = {"type": "thinking", "thinking": "Weather first.", "signature": "EqQBCkYI=="}
+REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgB"}
+
+
+def test_thinking_blocks_go_back_first_and_unchanged() -> None:
+    assistant = ChatMessage(
+        MessageRole.ASSISTANT,
+        "Let me check.",
+        (CALL_1,),
+        reasoning="Weather first.",
+        provider_data={"thinking_blocks": [SIGNED, REDACTED]},
+    )
+    _, messages = wire_conversation([ChatMessage.user("?"), assistant])
+    assert messages[1]["content"] == [
+        SIGNED,
+        REDACTED,
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+    ]
+
+
+def test_reasoning_without_signed_blocks_is_not_sent() -> None:
+    from_elsewhere = ChatMessage.assistant("", [CALL_1], reasoning="I think (from DeepSeek).")
+    _, messages = wire_conversation([from_elsewhere])
+    assert messages[0]["content"] == [
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+    ]
+
+
+@pytest.mark.parametrize(
+    "blocks", ["text", [{"type": "text", "text": "x"}], [1], {"type": "thinking"}]
+)
+def test_thinking_blocks_that_are_not_blocks_are_a_configuration_error(blocks: Any) -> None:
+    message = ChatMessage(MessageRole.ASSISTANT, "x", provider_data={"thinking_blocks": blocks})
+    with pytest.raises(ConfigurationError, match="thinking_blocks"):
+        wire_conversation([message])
+
+
+def test_other_provider_data_is_not_sent() -> None:
+    message = ChatMessage(
+        MessageRole.ASSISTANT,
+        "x",
+        provider_data={"reasoning_details": [{"type": "reasoning.text"}]},
+    )
+    _, messages = wire_conversation([message])
+    assert messages == [{"role": "assistant", "content": [{"type": "text", "text": "x"}]}]
+
+
+# -- tools and tool_choice ----------------------------------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+TOOLS = (ToolDefinition("get_weather", "The weather in a city.", SCHEMA),)
+
+
+def test_tools_as_name_description_input_schema() -> None:
+    assert wire_tools(TOOLS) == [
+        {"name": "get_weather", "description": "The weather in a city.", "input_schema": SCHEMA}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("choice", "parallel", "sent"),
+    [
+        (None, None, None),
+        (None, True, None),
+        (None, False, {"type": "auto", "disable_parallel_tool_use": True}),
+        ("auto", None, {"type": "auto"}),
+        ("auto", False, {"type": "auto", "disable_parallel_tool_use": True}),
+        ("required", None, {"type": "any"}),
+        ("required", False, {"type": "any", "disable_parallel_tool_use": True}),
+        ("none", None, {"type": "none"}),
+        ("none", False, {"type": "none"}),
+        (
+            {"type": "function", "function": {"name": "get_weather"}},
+            None,
+            {"type": "tool", "name": "get_weather"},
+        ),
+        (
+            {"type": "function", "function": {"name": "get_weather"}},
+            False,
+            {"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True},
+        ),
+        ({"type": "tool", "name": "get_weather"}, None, {"type": "tool", "name": "get_weather"}),
+        ({"type": "any"}, None, {"type": "any"}),
+    ],
+)
+def test_tool_choice_and_parallel_tool_calls(choice: Any, parallel: bool | None, sent: Any) -> None:
+    assert wire_tool_choice(choice, parallel) == sent
+    request = body(
+        [ChatMessage.user("?")],
+        RunOptions(tools=TOOLS, tool_choice=choice, parallel_tool_calls=parallel),
+    )
+    assert request.get("tool_choice") == sent
+
+
+@pytest.mark.parametrize(
+    "choice",
+    ["sometimes", {"type": "function"}, {"type": "function", "function": {}}, {"kind": "x"}],
+)
+def test_an_unknown_tool_choice_is_a_configuration_error(choice: Any) -> None:
+    with pytest.raises(ConfigurationError, match="tool_choice"):
+        wire_tool_choice(choice, None)
+
+
+def test_tool_choice_only_goes_with_tools() -> None:
+    request = body(
+        [ChatMessage.user("?")], RunOptions(tool_choice="required", parallel_tool_calls=False)
+    )
+    assert "tools" not in request
+    assert "tool_choice" not in request
+
+
+# -- the request around the messages ------------------------------------------------------------
+
+
+def test_the_request_body() -> None:
+    request = body(
+        [ChatMessage.system("Sys."), ChatMessage.user("Hi")],
+        RunOptions(tools=TOOLS, model_options={"temperature": 0, "top_k": None}),
+        max_tokens=1000,
+        thinking={"type": "enabled", "budget_tokens": 800},
+        model_options={"metadata": {"user_id": "u1"}, "top_k": 5},
+    )
+    assert request == {
+        "model": "claude-x",
+        "max_tokens": 1000,
+        "system": [{"type": "text", "text": "Sys."}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+        "thinking": {"type": "enabled", "budget_tokens": 800},
+        "tools": wire_tools(TOOLS),
+        "stream": True,
+        "metadata": {"user_id": "u1"},
+        "temperature": 0,
+    }
+
+
+def test_max_tokens_per_run() -> None:
+    request = body([ChatMessage.user("Hi")], RunOptions(model_options={"max_tokens": 64}))
+    assert request["max_tokens"] == 64
+
+
+@pytest.mark.parametrize("field", ["model", "messages", "system", "stream", "tools", "tool_choice"])
+def test_model_options_may_not_set_what_the_client_sets(field: str) -> None:
+    with pytest.raises(ConfigurationError, match=field):
+        body([ChatMessage.user("Hi")], RunOptions(model_options={field: 1}))
+    with pytest.raises(ConfigurationError, match=field):
+        AnthropicChatClient("m", model_options={field: 1})
+
+
+# -- the recorded second rounds -----------------------------------------------------------------
+
+
+def second_round(
+    name: str, *, results: list[str], tools: list[dict[str, Any]], **kw: Any
+) -> tuple[Any, Any]:
+    """The request our client makes for the recorded exchange's second round, from the
+    conversation the loop keeps (round one decoded from the recorded stream), and the recorded
+    one."""
+    accepted = recorded_json(f"anthropic/{name}.turn2.request.json")
+    first = accepted["messages"][0]["content"][0]["text"]
+    assistant = message_of(decode([recorded(f"anthropic/{name}.sse")]))
+    assert assistant is not None
+    conversation = [ChatMessage.user(first), assistant]
+    conversation += [
+        ChatMessage.tool_result(call, result)
+        for call, result in zip(assistant.tool_calls or (), results, strict=True)
+    ]
+    system = accepted.get("system")
+    if system:
+        conversation.insert(0, ChatMessage.system(system[0]["text"]))
+    definitions = tuple(
+        ToolDefinition(t["name"], t["description"], t["input_schema"]) for t in tools
+    )
+    ours = AnthropicChatClient(
+        accepted["model"], max_tokens=accepted["max_tokens"], **kw
+    ).request_body(
+        conversation, RunOptions(tools=definitions, tool_choice="auto", parallel_tool_calls=True)
+    )
+    return ours, accepted
+
+
+def normal(message: dict[str, Any]) -> dict[str, Any]:
+    """A recorded message with its tool results' text as a string (the client that recorded it
+    sent it as one text block: the same to the API)."""
+    content = []
+    for block in message["content"]:
+        if block["type"] == "tool_result" and isinstance(block["content"], list):
+            [text] = block["content"]
+            content.append({**block, "content": text["text"]})
+        else:
+            content.append(block)
+    return {**message, "content": content}
+
+
+def test_the_recorded_second_round_with_parallel_results_is_what_we_send() -> None:
+    accepted = recorded_json("anthropic/parallel-tool_use-after-text.turn2.request.json")
+    ours, accepted = second_round(
+        "parallel-tool_use-after-text", results=["5", "6"], tools=accepted["tools"]
+    )
+    assert ours["messages"] == [normal(m) for m in accepted["messages"]]
+    assert ours["system"] == accepted["system"]
+    assert ours["tools"] == accepted["tools"]
+
+
+def test_the_recorded_second_round_carries_the_signed_thinking_block_back() -> None:
+    accepted = recorded_json("anthropic/thinking-then-tool_use.turn2.request.json")
+    ours, accepted = second_round(
+        "thinking-then-tool_use",
+        results=["40 C"],
+        tools=accepted["tools"],
+        thinking=accepted["thinking"],
+    )
+    assert ours["messages"] == [normal(m) for m in accepted["messages"]]
+    assert ours["thinking"] == accepted["thinking"] == {"budget_tokens": 4000, "type": "enabled"}
+    assert ours["messages"][1]["content"][0]["signature"].startswith("EsQDCkYICBgCKkBr9")

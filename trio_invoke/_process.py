@@ -1,0 +1,379 @@
+"""Process tools: a sync function run in a worker process (``@tool(isolation="process")``).
+
+The worker processes are trio-parallel's (the extra ``trio_invoke[process]``): cached, reused,
+started with the ``spawn`` method, and killed when a call is cancelled or times out
+(``kill_on_cancel=True``), so nothing of a cancelled call keeps running. Everything that crosses
+between the processes is pickled with the standard :mod:`pickle`:
+
+* the function, **by reference** for a plain function or a class (its module and qualified
+  name: the worker imports the module, which may run ``@tool`` again there, and takes the
+  function out of the ``FunctionTool`` it finds), else **by value** (a bound method, a
+  ``functools.partial``, a callable object), pickled on every call;
+* the arguments (JSON values, and members of the Enum types the parameters name);
+* the result, or the exception the function raised.
+
+What can be known not to cross -- a lambda, a function defined inside another function, a
+callable that does not pickle, an Enum parameter type that does not -- is a
+:class:`ToolDefinitionError` when the tool is built. What cannot be known until a call (the
+arguments, the result, the exception, a worker that dies) is a :class:`ToolProcessError` raised
+by that call, which the loop turns into the call's error result.
+
+The worker side (:func:`run_in_worker`) is plain synchronous code with no Trio in it.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import inspect
+import pickle
+import signal
+import sys
+import types
+import typing
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from ._exceptions import ToolDefinitionError, ToolProcessError
+from ._schema import _hints_source
+
+__all__ = ["ProcessTarget", "Reference", "import_trio_parallel", "run_in_worker"]
+
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+_MISSING_EXTRA = (
+    '@tool(isolation="process") needs trio-parallel, which is not installed: '
+    'pip install "trio_invoke[process]"'
+)
+
+
+def import_trio_parallel() -> types.ModuleType:
+    """``trio_parallel``, or an ``ImportError`` naming the extra to install."""
+    try:
+        return importlib.import_module("trio_parallel")
+    except ImportError as exc:
+        raise ImportError(_MISSING_EXTRA) from exc
+
+
+# -- where the function is: checked when the tool is built ---------------------------------------
+
+
+@attrs.frozen
+class Reference:
+    """A plain function (or class) by its importable name."""
+
+    module: str
+    qualname: str
+
+    def resolve(self) -> Callable[..., Any]:
+        """Import the module and find the function in it, through the ``FunctionTool`` (or any
+        decorator that sets ``__wrapped__``) that the name is bound to by now.
+
+        Raises:
+            ImportError, AttributeError: the module or the name is not there.
+            LookupError: the name is bound to something that does not wrap the function.
+        """
+        module = importlib.import_module(self.module)
+        # A script's functions live in __main__, which a spawned worker imports as __mp_main__.
+        module_name = module.__name__
+        found: Any = module
+        for part in self.qualname.split("."):
+            found = getattr(found, part)
+        obj = found
+        for _ in range(100):  # a decorator chain, never a cycle
+            if self._is_the_function(obj, module_name):
+                function: Callable[..., Any] = obj
+                return function
+            obj = getattr(obj, "__wrapped__", None)
+            if obj is None:
+                break
+        raise LookupError(f"{self.module}.{self.qualname} is {found!r}, not the tool's function")
+
+    def _is_the_function(self, obj: object, module_name: str) -> bool:
+        return (
+            (inspect.isfunction(obj) or isinstance(obj, type))
+            and getattr(obj, "__module__", None) in (self.module, module_name)
+            and getattr(obj, "__qualname__", None) == self.qualname
+        )
+
+
+def _cannot_send(func: Callable[..., Any], why: str) -> ToolDefinitionError:
+    what = getattr(func, "__qualname__", None) or repr(func)
+    return ToolDefinitionError(
+        f"@tool(isolation='process') cannot send {what!r} to a worker process: {why}"
+    )
+
+
+def _reference(func: Callable[..., Any]) -> Reference:
+    module = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        raise _cannot_send(func, "it has no module and qualified name to be imported by")
+    if "<lambda>" in qualname:
+        raise _cannot_send(
+            func,
+            "a lambda cannot be pickled (it has no name to be imported by); "
+            "define it with def at the top level of a module",
+        )
+    if "<locals>" in qualname:
+        raise _cannot_send(
+            func,
+            "a function defined inside another function (a closure or local function) cannot "
+            "be pickled; define it at the top level of a module",
+        )
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        raise _cannot_send(
+            func,
+            f"its module {module!r} is not an imported module, so it cannot be pickled by "
+            "reference; define it in a module a worker process can import",
+        )
+    if module == "__main__" and not getattr(loaded, "__file__", None):
+        raise _cannot_send(
+            func,
+            "it is defined in an interactive session (or python -c), whose __main__ a worker "
+            "process cannot import, so it cannot be pickled; define it in a module file",
+        )
+    return Reference(module, qualname)
+
+
+def _check_pickles(func: Callable[..., Any]) -> None:
+    try:
+        pickle.loads(pickle.dumps(func, _PROTOCOL))
+    except Exception as exc:  # PicklingError, TypeError, AttributeError, RecursionError...
+        raise _cannot_send(func, f"it does not pickle ({type(exc).__name__}: {exc})") from exc
+
+
+def _enum_types(annotation: object) -> list[type]:
+    if isinstance(annotation, type):
+        return [annotation] if issubclass(annotation, enum.Enum) else []
+    return [found for arg in typing.get_args(annotation) for found in _enum_types(arg)]
+
+
+def _check_enum_parameters(func: Callable[..., Any]) -> None:
+    """Members of the Enum types of the parameters are pickled by reference to their class."""
+    hints = typing.get_type_hints(_hints_source(func), include_extras=True)
+    for name, annotation in hints.items():
+        if name == "return":
+            continue
+        for enum_type in _enum_types(annotation):
+            try:
+                pickle.dumps(enum_type, _PROTOCOL)
+            except Exception as exc:
+                raise _cannot_send(
+                    func,
+                    f"its parameter {name!r} takes members of {enum_type.__qualname__!r}, an "
+                    f"Enum that does not pickle ({type(exc).__name__}: {exc}); define the "
+                    "Enum at the top level of a module",
+                ) from exc
+
+
+# -- the parent side: one call -------------------------------------------------------------------
+
+
+def _death(tool_name: str, exc: BaseException) -> str:
+    process = exc.args[-1] if exc.args else None
+    code = getattr(process, "exitcode", None)
+    if isinstance(code, int) and code < 0:
+        try:
+            how = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"killed by signal {-code}"
+    elif isinstance(code, int):
+        how = f"exit code {code}"
+    else:
+        how = str(exc)
+    return (
+        f"the worker process running tool {tool_name!r} died ({how}); "
+        "the next call starts a fresh one"
+    )
+
+
+@attrs.frozen(eq=False)
+class ProcessTarget:
+    """How one tool's function reaches a worker process, and one call of it there."""
+
+    function: Callable[..., Any]
+    reference: Reference | None
+    """Set for a plain function or a class (sent by name); ``None``: sent by value."""
+    _pickled_reference: bytes | None
+
+    @classmethod
+    def of(cls, function: Callable[..., Any]) -> ProcessTarget:
+        """Check that ``function`` itself can be sent to a worker process.
+
+        Raises:
+            ToolDefinitionError: it cannot (a lambda, a local function, an unpicklable
+                callable); the message says why.
+        """
+        if inspect.isfunction(function) or isinstance(function, type):
+            reference = _reference(function)
+            return cls(function, reference, pickle.dumps(reference, _PROTOCOL))
+        _check_pickles(function)
+        return cls(function, None, None)
+
+    def check_parameters(self) -> None:
+        """Check that what the arguments turn into can be sent: members of the Enum types the
+        parameters name pickle by reference to their class. Call it once the function's
+        signature is known to describe.
+
+        Raises:
+            ToolDefinitionError: an Enum type that does not pickle (a local one).
+        """
+        _check_enum_parameters(self.function)
+
+    def _function_bytes(self, tool_name: str) -> bytes:
+        if self._pickled_reference is not None:
+            return self._pickled_reference
+        try:
+            return pickle.dumps(self.function, _PROTOCOL)
+        except Exception as exc:
+            raise ToolProcessError(
+                f"the function of tool {tool_name!r} no longer pickles, so it cannot be "
+                f"sent to a worker process ({type(exc).__name__}: {exc})"
+            ) from exc
+
+    async def run(
+        self, tool_name: str, arguments: dict[str, Any], limiter: trio.CapacityLimiter | None
+    ) -> Any:
+        """Call the function with ``arguments`` in a worker process; return its result.
+
+        ``tool_name`` is for the messages.
+
+        ``limiter`` caps the worker processes (``None``: trio-parallel's default limiter, one
+        token per CPU).
+
+        Raises:
+            ToolProcessError: the arguments or the result do not pickle, the exception the
+                function raised does not, or the worker process died.
+            Exception: what the function raised, unchanged (with the worker's traceback).
+
+        Cancellation: the worker process is killed (and reaped) before ``Cancelled`` propagates;
+        nothing of the call keeps running. Whatever the function did until then stays done.
+        """
+        trio_parallel = import_trio_parallel()
+        function = self._function_bytes(tool_name)
+        try:
+            payload = pickle.dumps(arguments, _PROTOCOL)
+        except Exception as exc:
+            raise ToolProcessError(
+                f"the arguments of tool {tool_name!r} cannot be sent to a worker process: "
+                f"they do not pickle ({type(exc).__name__}: {exc})"
+            ) from exc
+        run_sync: Callable[..., Awaitable[bytes]] = trio_parallel.run_sync
+        try:
+            result = await run_sync(
+                run_in_worker,
+                tool_name,
+                function,
+                payload,
+                kill_on_cancel=True,
+                limiter=limiter,
+            )
+        except trio_parallel.BrokenWorkerError as exc:
+            raise ToolProcessError(_death(tool_name, exc)) from exc
+        try:
+            return pickle.loads(result)
+        except Exception as exc:
+            raise ToolProcessError(
+                f"the result of tool {tool_name!r} came back from its worker process but "
+                f"does not unpickle ({type(exc).__name__}: {exc})"
+            ) from exc
+
+
+# -- the worker side -----------------------------------------------------------------------------
+
+_RESOLVED: dict[Reference, Callable[..., Any]] = {}
+"""In a worker process: the functions found by reference so far."""
+
+
+def _unsendable(exc: BaseException) -> str | None:
+    """Why ``exc`` cannot go back to the parent process, if it cannot.
+
+    trio-parallel sends exceptions with tblib's pickling support (tracebacks, causes and
+    contexts included, and exception classes whose ``__init__`` takes other arguments than
+    ``args``), so the check uses it too when it is there.
+    """
+    try:
+        tblib_pickling: Any = importlib.import_module("tblib.pickling_support")
+    except ImportError:  # pragma: no cover - trio-parallel depends on tblib
+        pass
+    else:
+        tblib_pickling.install(exc)
+    try:
+        pickle.loads(pickle.dumps(exc, _PROTOCOL))
+    except Exception as problem:  # PicklingError, TypeError, AttributeError...
+        return f"{type(problem).__name__}: {problem}"
+    return None
+
+
+def _load(
+    tool_name: str, function: bytes, arguments: bytes
+) -> tuple[Callable[..., Any], dict[str, Any]] | ToolProcessError:
+    """The function and its arguments, or the error to raise (made here, raised by the caller
+    outside any ``except`` block)."""
+    try:
+        target = pickle.loads(function)
+        if isinstance(target, Reference):
+            found = _RESOLVED.get(target)
+            if found is None:
+                found = _RESOLVED[target] = target.resolve()
+            target = found
+    except Exception as exc:
+        return ToolProcessError(
+            f"a worker process cannot load the function of tool {tool_name!r} "
+            f"({type(exc).__name__}: {exc})"
+        )
+    try:
+        kwargs = pickle.loads(arguments)
+    except Exception as exc:
+        return ToolProcessError(
+            f"a worker process cannot unpickle the arguments of tool {tool_name!r} "
+            f"({type(exc).__name__}: {exc})"
+        )
+    function_found: Callable[..., Any] = target
+    return function_found, kwargs
+
+
+def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
+    """In the worker process: call the function with the arguments; the pickled result.
+
+    Every failure that would not cross back intact becomes a :class:`ToolProcessError`: an
+    exception that does not pickle (raising it would kill the worker), a ``BaseException``
+    such as ``SystemExit`` (it would end the parent's run), a result that does not pickle.
+    Exceptions that pickle are raised as they are. Each ``ToolProcessError`` is raised outside
+    the ``except`` block that made it, so that no unpicklable ``__context__`` rides along.
+    """
+    loaded = _load(tool_name, function, arguments)
+    if isinstance(loaded, ToolProcessError):
+        raise loaded
+    func, kwargs = loaded
+    failure: ToolProcessError | None = None
+    try:
+        result = func(**kwargs)
+    except Exception as exc:
+        why = _unsendable(exc)
+        if why is None:
+            raise
+        failure = ToolProcessError(
+            f"tool {tool_name!r} raised {type(exc).__qualname__}, which cannot be sent back "
+            f"from its worker process: it (or its cause or context) does not pickle ({why})"
+        )
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit
+        exit_code = exc.code if isinstance(exc, SystemExit) else None
+        code = f" (code {exit_code})" if isinstance(exit_code, int) else ""
+        failure = ToolProcessError(
+            f"tool {tool_name!r} raised {type(exc).__name__}{code} in its worker process"
+        )
+    if failure is not None:
+        raise failure
+    try:
+        return pickle.dumps(result, _PROTOCOL)
+    except Exception as exc:
+        failure = ToolProcessError(
+            f"tool {tool_name!r} returned a {type(result).__qualname__}, which cannot be sent "
+            f"back from its worker process: it does not pickle ({type(exc).__name__}: {exc})"
+        )
+    raise failure

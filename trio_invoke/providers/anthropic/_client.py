@@ -1,0 +1,503 @@
+"""``AnthropicChatClient``: streams from Anthropic's Messages API (``POST {base_url}/v1/messages``).
+
+It runs on httpx2 (which runs on Trio), so it needs the extra ``trio_invoke[anthropic]``.
+
+The layers, outside in:
+
+* :class:`AnthropicChatClient` checks its settings once (an attrs class with validators), builds
+  the request (the conversation as the Messages API takes it, ``_wire``; ``max_tokens``,
+  ``thinking``, the tools the loop passes down in ``RunOptions.tools``, ``tool_choice``, the
+  pass-through ``model_options``) and sends it with the ``x-api-key`` and ``anthropic-version``
+  headers.
+* ``providers/_http.py`` (shared with the OpenAI client) retries 429 (after its
+  ``retry-after``), 529 ``overloaded_error`` and other 5xx answers and connection failures that
+  happen before any of the response was read, reads error bodies, and reads the streamed body
+  into the sans-IO SSE parser, then each event into the sans-IO ``AnthropicDecoder``
+  (``_decode``), with a deadline on progress.
+* A response that stops with ``pause_turn`` (a long turn of server tools the API paused) is
+  continued as Anthropic documents it: the client sends the conversation again with the paused
+  response appended as the assistant's, and streams the continuation as more of the same
+  response -- one ``Finish``, the usage summed -- up to ``max_continuations`` times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from types import MappingProxyType, TracebackType
+from typing import Any, Final
+
+import attrs
+
+from ..._exceptions import ConfigurationError
+from ..._messages import ChatMessage, Usage
+from ..._options import RunOptions
+from ..._updates import AgentResponseUpdate, Finish
+from ._decode import AnthropicDecoder, error_description
+from ._wire import wire_conversation, wire_tool_choice, wire_tools
+
+try:
+    import httpx2
+except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-imports this module
+    raise ImportError(
+        "AnthropicChatClient needs httpx2, which is not installed: "
+        'pip install "trio_invoke[anthropic]"'
+    ) from exc
+
+from .._http import RetryPolicy, SSEStream, checked_timeout, encode_json, send
+
+__all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "AnthropicChatClient"]
+
+DEFAULT_BASE_URL: Final = "https://api.anthropic.com"
+"""Where requests go when neither ``base_url`` nor ``ANTHROPIC_BASE_URL`` says otherwise."""
+API_VERSION: Final = "2023-06-01"
+"""The ``anthropic-version`` header: the current (and only stable) version of the API."""
+DEFAULT_TIMEOUT: Final = httpx2.Timeout(120.0, connect=10.0)
+"""10 s to connect; 120 s for each read and for progress within a response (which includes the
+wait for the first token), write and pool wait."""
+
+_RESERVED: Final = frozenset({"model", "messages", "system", "stream", "tools", "tool_choice"})
+"""Request fields the client sets itself; ``model_options`` may not set them."""
+
+
+# -- settings: converters and validators ------------------------------------------------------
+
+
+def _model_name(_: object, __: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"model must be a non-empty string, got {value!r}")
+
+
+def _base_url(value: str | None) -> str:
+    base = value if value is not None else os.environ.get("ANTHROPIC_BASE_URL", "")
+    if not isinstance(base, str):
+        raise ConfigurationError(f"base_url must be a string, got {base!r}")
+    base = (base or DEFAULT_BASE_URL).rstrip("/")
+    try:
+        parsed = httpx2.URL(base)
+    except httpx2.InvalidURL as exc:
+        raise ConfigurationError(f"base_url {base!r} is not a valid URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigurationError(
+            f"base_url must be an http(s) URL such as https://api.anthropic.com, got {base!r}"
+        )
+    if parsed.path.rstrip("/").endswith("/v1"):
+        raise ConfigurationError(
+            f"base_url is the API root, without /v1 (requests go to {{base_url}}/v1/messages), "
+            f"got {base!r}"
+        )
+    return base
+
+
+def _api_key(value: str | None) -> str | None:
+    key = value if value is not None else os.environ.get("ANTHROPIC_API_KEY")
+    if key is not None and not isinstance(key, str):
+        raise ConfigurationError("api_key must be a string")  # never show a key
+    return key or None
+
+
+def _max_tokens(_: object, __: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"max_tokens must be an integer >= 1, got {value!r}")
+
+
+def _thinking(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not isinstance(value.get("type"), str):
+        raise ConfigurationError(
+            "thinking must be shaped as the API's: a mapping with a 'type', such as "
+            f'{{"type": "enabled", "budget_tokens": 4000}}, got {value!r}'
+        )
+    try:
+        json.dumps(dict(value))
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"thinking must hold JSON values only: {exc}") from None
+    if value["type"] == "enabled":
+        budget = value.get("budget_tokens")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise ConfigurationError(
+                "thinking of type 'enabled' needs budget_tokens, an integer >= 1 (the API's "
+                f"minimum is 1024), got {budget!r}"
+            )
+    return MappingProxyType(dict(value))
+
+
+def _checked_options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    options = options or {}
+    if not isinstance(options, Mapping):
+        raise ConfigurationError(f"model_options must be a mapping, got {options!r}")
+    clash = sorted(_RESERVED.intersection(options))
+    if clash:
+        raise ConfigurationError(
+            f"model_options may not set {', '.join(clash)}: the client sets "
+            f"{'it' if len(clash) == 1 else 'them'} (system comes from the system messages, "
+            "tools and tool_choice from RunOptions)"
+        )
+    return MappingProxyType(dict(options))
+
+
+def _headers(value: Mapping[str, str] | None) -> Mapping[str, str]:
+    headers = dict(value or {})
+    for name, text in headers.items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise ConfigurationError(f"headers must map strings to strings, got {name!r}")
+    return MappingProxyType(headers)
+
+
+def _http_client(_: object, __: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, httpx2.AsyncClient):
+        raise ConfigurationError(
+            f"http_client must be an httpx2.AsyncClient, got {type(value).__module__}."
+            f"{type(value).__name__}"
+        )
+
+
+def _count(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"{attribute.name} must be an integer >= 0, got {value!r}")
+
+
+def _version(_: object, __: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"anthropic_version must be a non-empty string, got {value!r}")
+
+
+@attrs.define(eq=False, repr=False)
+class AnthropicChatClient:
+    """A :class:`ChatClient` for Anthropic's Messages API.
+
+    Example::
+
+        model = AnthropicChatClient("claude-sonnet-4-5", thinking={"type": "enabled",
+                                                                  "budget_tokens": 2048})
+        agent = FunctionInvokingChatClient(model, [get_weather])
+        response = await agent.get_response([ChatMessage.user("Weather in Paris?")])
+
+    Each ``run`` opens its own HTTP connection and closes it at the end; to reuse connections
+    across runs and rounds, open the client once around them (``async with
+    AnthropicChatClient(...) as model:``).
+
+    With thinking on, the thinking blocks of each response -- with their signatures, and the
+    redacted ones -- stay on the round's assistant message (``provider_data["thinking_blocks"]``;
+    their text is also ``ChatMessage.reasoning``) and go back unchanged in the later rounds of
+    the tool loop, as the API requires.
+
+    Args:
+        model: The model name (``"claude-sonnet-4-5"``, ``"claude-haiku-4-5"``, ...).
+        base_url: The API root, without ``/v1``: requests go to ``{base_url}/v1/messages``.
+            Defaults to the ``ANTHROPIC_BASE_URL`` environment variable, else
+            ``https://api.anthropic.com``.
+        api_key: Sent as ``x-api-key``. Defaults to ``ANTHROPIC_API_KEY``; with neither, no key
+            is sent (a proxy in front of the API may not need one).
+        max_tokens: The most tokens a response may generate (the API requires the field).
+            Default 4096. ``RunOptions(model_options={"max_tokens": ...})`` overrides it per run.
+        thinking: Extended thinking, shaped as the API's ``thinking`` field:
+            ``{"type": "enabled", "budget_tokens": 4000}`` (the budget below ``max_tokens``),
+            ``{"type": "adaptive"}`` on models that decide themselves, or ``None`` (the
+            default) to leave it out. Sent as it is.
+        anthropic_version: The ``anthropic-version`` header, default ``"2023-06-01"``. Beta
+            features go in ``headers={"anthropic-beta": "..."}``.
+        timeout: Seconds, an ``httpx2.Timeout``, or ``None`` for no timeout; applies to every
+            request. The read timeout bounds each silence within a response, including the wait
+            for the first token, and the time a response may go without progress (``ping``
+            events do not count). Default: 10 s to connect, 120 s for the rest.
+        max_retries: How often to retry a request that failed before any of its response was
+            read: HTTP 429, 529 (``overloaded_error``) and other 5xx, and connection failures.
+            Default 2.
+        retry_backoff: Seconds before the first retry; doubled for each further retry (with a
+            little jitter), unless the server sent ``retry-after``. ``0`` retries at once.
+        max_retry_delay: The longest wait before a retry, in seconds. A ``retry-after`` longer
+            than this is not waited for: the ``HTTPStatusError`` is raised at once.
+        max_continuations: How many times a response that stops with ``pause_turn`` is
+            continued within one run (default 10); past that the response ends with
+            ``Finish(LENGTH)``, the turn unfinished.
+        model_options: Request fields sent with every request (``{"temperature": 0}``,
+            ``{"metadata": {...}}``); a run's ``RunOptions.model_options`` override them key by
+            key, and ``None`` leaves a field out.
+        headers: Extra HTTP headers for every request (``anthropic-beta``, ...).
+        http_client: An ``httpx2.AsyncClient`` of yours to send requests with; you open and
+            close it. Default: the client's own, per run or per ``async with``.
+        on_retry: Called before each retry's wait as ``on_retry(error, retry, delay)``, as for
+            :class:`OpenAIChatClient`.
+
+    Raises:
+        ConfigurationError: an empty model name, a ``base_url`` that is not an http(s) URL (or
+            ends in ``/v1``), ``max_tokens`` below 1, a ``thinking`` that is not shaped as the
+            API's (or whose ``budget_tokens`` is not below ``max_tokens``), a timeout or retry
+            setting that is negative, NaN or not a number, ``model_options`` that set a field
+            the client owns, or an ``http_client`` that is not an ``httpx2.AsyncClient``.
+    """
+
+    model: str = attrs.field(validator=_model_name)
+    """The model name sent with every request."""
+    base_url: str = attrs.field(default=None, kw_only=True, converter=_base_url)
+    """The API root; requests go to ``{base_url}/v1/messages``."""
+    _api_key: str | None = attrs.field(default=None, kw_only=True, converter=_api_key)
+    max_tokens: int = attrs.field(default=4096, kw_only=True, validator=_max_tokens)
+    """The request's ``max_tokens``."""
+    thinking: Mapping[str, Any] | None = attrs.field(
+        default=None, kw_only=True, converter=_thinking
+    )
+    """The request's ``thinking`` field, or ``None`` to leave it out."""
+    anthropic_version: str = attrs.field(default=API_VERSION, kw_only=True, validator=_version)
+    """The ``anthropic-version`` header."""
+    timeout: httpx2.Timeout = attrs.field(
+        default=DEFAULT_TIMEOUT, kw_only=True, converter=checked_timeout
+    )
+    """The timeouts of every request."""
+    max_retries: int = attrs.field(default=2, kw_only=True)
+    retry_backoff: float = attrs.field(default=0.5, kw_only=True)
+    max_retry_delay: float = attrs.field(default=60.0, kw_only=True)
+    max_continuations: int = attrs.field(default=10, kw_only=True, validator=_count)
+    """How many ``pause_turn`` continuations one run makes at most."""
+    model_options: Mapping[str, Any] = attrs.field(
+        default=None, kw_only=True, converter=_checked_options
+    )
+    """Request fields sent with every request."""
+    _extra_headers: Mapping[str, str] = attrs.field(
+        default=None, kw_only=True, converter=_headers, alias="headers"
+    )
+    _http_client: httpx2.AsyncClient | None = attrs.field(
+        default=None, kw_only=True, validator=_http_client
+    )
+    on_retry: Callable[[Exception, int, float], object] | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=attrs.validators.optional(attrs.validators.is_callable()),
+    )
+    """Called before each retry (see the ``on_retry`` argument); ``None``: nothing is."""
+    url: str = attrs.field(init=False)
+    """``{base_url}/v1/messages``."""
+    _retry: RetryPolicy = attrs.field(init=False)
+    _headers: dict[str, str] = attrs.field(init=False)
+    _pool: httpx2.AsyncClient | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self._retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
+        self.retry_backoff = float(self.retry_backoff)
+        self.max_retry_delay = float(self.max_retry_delay)
+        self.url = f"{self.base_url}/v1/messages"
+        thinking = self.thinking
+        if (
+            thinking is not None
+            and thinking["type"] == "enabled"
+            and thinking["budget_tokens"] >= self.max_tokens
+        ):
+            raise ConfigurationError(
+                f"thinking budget_tokens ({thinking['budget_tokens']}) must be below "
+                f"max_tokens ({self.max_tokens}): the thinking counts towards max_tokens"
+            )
+        self._headers = {
+            "Accept": "text/event-stream",
+            "anthropic-version": self.anthropic_version,
+            **self._extra_headers,
+        }
+        if self._api_key:
+            self._headers["x-api-key"] = self._api_key
+
+    def __repr__(self) -> str:
+        key = ", api_key=***" if self._api_key else ""
+        return f"AnthropicChatClient({self.model!r}, base_url={self.base_url!r}{key})"
+
+    # -- connections ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> AnthropicChatClient:
+        """Open a connection pool that the runs inside the block share.
+
+        Cancellation: nothing is opened until this returns.
+        """
+        if self._pool is not None:
+            raise RuntimeError("this AnthropicChatClient is already open; enter it once at a time")
+        if self._http_client is None:
+            self._pool = httpx2.AsyncClient(timeout=self.timeout)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Close the connection pool (see :meth:`aclose`).
+
+        Cancellation: the connections are closed all the same.
+        """
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pool opened by ``async with`` (a client passed as ``http_client`` stays
+        open). Cancellation: the connections are closed anyway (httpx2 shields the close)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.aclose()
+
+    # -- the ChatClient surface ----------------------------------------------------------------
+
+    def request_body(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> dict[str, Any]:
+        """The JSON body :meth:`run` sends for ``messages`` and ``options``.
+
+        System messages go to ``system``, the rest as the Messages API takes them (see
+        ``_wire``: merged roles, tool results as ``tool_result`` blocks in one user message,
+        thinking blocks echoed). ``tools``, and ``tool_choice`` (with ``disable_parallel_tool_use``
+        for ``parallel_tool_calls=False``), go out only with tools. ``model_options`` (the
+        client's, then the run's) are merged in last; ``None`` leaves a field out.
+
+        Raises:
+            ConfigurationError: ``options.model_options`` sets a field the client owns, or
+                ``options.tool_choice`` is not one the API has.
+        """
+        options = options or RunOptions()
+        system, wire = wire_conversation(messages)
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        if system:
+            body["system"] = system
+        body["messages"] = wire
+        if self.thinking is not None:
+            body["thinking"] = dict(self.thinking)
+        if options.tools:
+            body["tools"] = wire_tools(options.tools)
+            choice = wire_tool_choice(options.tool_choice, options.parallel_tool_calls)
+            if choice is not None:
+                body["tool_choice"] = choice
+        body["stream"] = True
+        body.update(self.model_options)
+        body.update(_checked_options(options.model_options))
+        return {key: value for key, value in body.items() if value is not None}
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """Send ``messages`` and stream the model's response as updates.
+
+        The request is sent (and retried) on entry; the body is read as you iterate. The stream
+        ends with one ``Finish`` carrying the stop reason and the usage; every started tool
+        call gets its ``ToolCallEnd`` before it. Thinking arrives as ``ReasoningDelta`` and, for
+        the assistant message to carry back, as ``ProviderDataDelta`` pieces of
+        ``thinking_blocks``. A ``pause_turn`` is continued within the run (see the class).
+
+        Raises:
+            HTTPStatusError: the server answered 4xx/5xx (after the retries, for 429, 529 and
+                5xx), with the error's ``error_type`` and ``message``.
+            ModelConnectionError: the server could not be reached (after the retries), or the
+                connection broke mid-response (raised while iterating).
+            ModelTimeoutError: a connect, read, write or pool timeout ran out, or the response
+                made no progress for the read timeout (raised while iterating).
+            ModelResponseError: the stream was malformed, ended early, or carried an ``error``
+                event (``overloaded_error`` mid-stream: its ``error_type``); raised while
+                iterating, after the updates that came before it.
+            ConfigurationError: the request cannot be built (see :meth:`request_body`).
+
+        Cancellation: cancelling the surrounding scope, or leaving the ``async with`` early,
+        closes the HTTP response and its connection before the block exits; updates not yet
+        received are lost. A cancelled retry wait sends nothing more.
+        """
+        body = self.request_body(messages, options)
+        async with AsyncExitStack() as stack:
+            http = self._http_client if self._http_client is not None else self._pool
+            if http is None:
+                http = await stack.enter_async_context(httpx2.AsyncClient(timeout=self.timeout))
+            turn = _Turn(self, http, body)
+            stack.push_async_callback(turn.aclose)
+            await turn.start()
+            yield turn
+
+    async def _open(
+        self, http: httpx2.AsyncClient, body: Mapping[str, Any], decoder: AnthropicDecoder
+    ) -> tuple[httpx2.Response, SSEStream]:
+        content = encode_json(body)
+
+        def build() -> httpx2.Request:
+            request = http.build_request(
+                "POST", self.url, content=content, headers=self._headers, timeout=self.timeout
+            )
+            request.headers["Content-Type"] = "application/json"
+            return request
+
+        response = await send(
+            http,
+            build,
+            url=self.url,
+            timeouts=self.timeout,
+            retry=self._retry,
+            describe=error_description,
+            on_retry=self.on_retry,
+        )
+        return response, SSEStream(response, decoder, url=self.url, timeout=self.timeout)
+
+
+class _Turn:
+    """The updates of one run: the response, and its continuations after ``pause_turn``."""
+
+    def __init__(
+        self, client: AnthropicChatClient, http: httpx2.AsyncClient, body: dict[str, Any]
+    ) -> None:
+        self._client = client
+        self._http = http
+        self._body = body
+        self._continuations = 0
+        self._before = Usage()  # the usage of the paused responses before the current one
+        self._decoder = self._new_decoder()
+        self._response: httpx2.Response | None = None
+        self._stream: SSEStream | None = None
+
+    def _new_decoder(self) -> AnthropicDecoder:
+        more = self._continuations < self._client.max_continuations
+        prefix = f"{self._continuations}." if self._continuations else ""
+        return AnthropicDecoder(key_prefix=prefix, continue_pause=more)
+
+    async def start(self) -> None:
+        self._response, self._stream = await self._client._open(
+            self._http, self._body, self._decoder
+        )
+
+    def __aiter__(self) -> _Turn:
+        return self
+
+    async def __anext__(self) -> AgentResponseUpdate:
+        while True:
+            assert self._stream is not None, "started on entry"
+            try:
+                update = await self._stream.__anext__()
+            except StopAsyncIteration:
+                if not self._decoder.paused:
+                    raise
+                await self._continue()
+                continue
+            if isinstance(update, Finish) and self._continuations:
+                update = Finish(update.finish_reason, self._before + (update.usage or Usage()))
+            return update
+
+    async def _continue(self) -> None:
+        """Send the conversation again with the paused response appended (merged into a
+        trailing assistant message, as the API merges consecutive turns of one role)."""
+        paused = self._decoder
+        await self.aclose()
+        self._before = self._before + paused.usage
+        messages = list(self._body["messages"])
+        if messages and messages[-1]["role"] == "assistant":
+            last = messages[-1]
+            messages[-1] = {**last, "content": [*last["content"], *paused.blocks]}
+        else:
+            messages.append({"role": "assistant", "content": paused.blocks})
+        self._body = {**self._body, "messages": messages}
+        self._continuations += 1
+        self._decoder = self._new_decoder()
+        await self.start()
+
+    async def aclose(self) -> None:
+        """Stop reading and close the current response (and its connection, if unfinished).
+
+        Cancellation: none needed for the stream; the response's close is shielded by httpx2.
+        """
+        stream, response = self._stream, self._response
+        self._stream = self._response = None
+        if stream is not None:
+            await stream.aclose()
+        if response is not None:
+            await response.aclose()

@@ -1,0 +1,464 @@
+"""The sans-IO half of :class:`AnthropicChatClient`'s responses: Messages API events in, updates
+out.
+
+Plain synchronous code with no I/O and no httpx2 import, so that it is tested (and
+property-tested on any split of a recorded stream) without the ``anthropic`` extra.
+
+A streamed message is ``message_start``, then for each content block ``content_block_start``,
+its ``content_block_delta`` events and ``content_block_stop``, then ``message_delta`` (the stop
+reason and the usage so far) and ``message_stop``; ``ping`` events come anywhere. The decoder
+turns them into updates:
+
+* a ``text`` block's ``text_delta`` pieces into ``TextDelta``;
+* a ``tool_use`` block into ``ToolCallStart(id, name)``, its ``input_json_delta`` pieces into
+  ``ToolCallArgs`` (a block with no pieces has the arguments ``{}``), its stop into
+  ``ToolCallEnd``;
+* a ``thinking`` block's ``thinking_delta`` pieces into ``ReasoningDelta``, and the block itself
+  -- its text and its ``signature_delta`` -- into ``ProviderDataDelta`` pieces of the field
+  ``thinking_blocks``; a ``redacted_thinking`` block (whole in its start) into one such piece.
+  The assistant message then carries ``provider_data["thinking_blocks"]``: the blocks exactly as
+  the API sent them, which go back unchanged in later requests of the tool loop (the API checks
+  their signatures, and refuses a tool loop without them when thinking is on);
+* ``message_delta`` and ``message_stop`` into one ``Finish`` with the stop reason and the
+  usage (``message_delta``'s counts are cumulative: the last one counts, never a sum; with
+  ``iterations``, the sum of the passes it lists);
+* an ``error`` event into :class:`ModelResponseError` with the error's type and message.
+
+Event, block and delta types the decoder does not know are skipped -- Anthropic adds them
+(``server_tool_use``, ``web_search_tool_result``, ``citations_delta``, ``compaction``, ...) --
+but kept in :attr:`AnthropicDecoder.blocks`, the response's content as the API would return it,
+which is what a ``pause_turn`` continuation sends back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from ..._exceptions import ModelResponseError
+from ..._messages import FinishReason, Usage
+from ..._updates import (
+    AgentResponseUpdate,
+    Finish,
+    ProviderDataDelta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from .._sse import ServerSentEvent
+
+__all__ = [
+    "STOP_REASONS",
+    "THINKING_BLOCKS",
+    "AnthropicDecoder",
+    "error_description",
+    "error_message",
+]
+
+THINKING_BLOCKS: Final = "thinking_blocks"
+"""The ``provider_data`` field of an assistant message that holds its thinking blocks."""
+STOP_REASONS: Final = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "refusal": FinishReason.CONTENT_FILTER,
+}
+"""The API's stop reasons and what they mean here; ``pause_turn`` is the client's to handle
+(see :attr:`AnthropicDecoder.paused`), and an unknown reason is ``STOP``."""
+PAUSE_TURN: Final = "pause_turn"
+_PREVIEW: Final = 300
+
+
+def _preview(text: str) -> str:
+    return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "..."
+
+
+@attrs.define
+class _Block:
+    """One content block of the response, as far as it has come."""
+
+    kind: str
+    raw: dict[str, Any]
+    """The block as the API would return it whole (unknown kinds: its start, and text-like
+    deltas appended where they are understood)."""
+    call_id: str | None = None
+    """For a ``tool_use`` block: its id (a ``ToolCallStart`` went out)."""
+    json: list[str] = attrs.field(factory=list)
+    """For ``tool_use`` and ``server_tool_use`` blocks: the ``input_json_delta`` pieces."""
+    open: bool = True
+
+
+class AnthropicDecoder:
+    """Turns a Messages API event stream into updates. Plain synchronous code, no I/O.
+
+    One instance per response: feed each server-sent event to :meth:`event`, and call
+    :meth:`end_of_body` when the body ends. Raises :class:`ModelResponseError` when the stream
+    breaks the protocol or reports an error.
+
+    Args:
+        key_prefix: Prefixes the keys of the ``thinking_blocks`` pieces, so that the blocks of
+            the responses of one paused and continued turn stay apart (their indices restart).
+        continue_pause: Whether a ``pause_turn`` stop is left to the client to continue (no
+            ``Finish``: :attr:`paused` says so). ``False``: the response ends with
+            ``Finish(LENGTH)``, the turn unfinished. A paused response that called tools ends
+            with ``Finish(TOOL_CALLS)`` either way: the calls are answered first.
+    """
+
+    def __init__(self, *, key_prefix: str = "", continue_pause: bool = True) -> None:
+        self._prefix = key_prefix
+        self._continue_pause = continue_pause
+        self._blocks: dict[int, _Block] = {}
+        self._order: list[_Block] = []
+        self._calls = 0
+        self._started = False
+        self._input = (0, 0, 0)  # input, cache read, cache creation, as message_start said
+        self._output = 0
+        self.stop_reason: str | None = None
+        """The raw ``stop_reason``, once ``message_delta`` brought it."""
+        self.stop_sequence: str | None = None
+        """Which stop sequence ended the response, for ``stop_sequence``."""
+        self.events = 0
+        """How many events were fed."""
+        self.finished = False
+        """The response is over: ``message_stop`` came (or the body ended after the stop
+        reason)."""
+        self.paused = False
+        """The response ended with ``pause_turn`` and is the client's to continue."""
+
+    # -- what the client reads ---------------------------------------------------------------
+
+    @property
+    def usage(self) -> Usage:
+        """The response's usage so far (``input_tokens`` counts the cached tokens too)."""
+        fresh, read, created = self._input
+        return Usage(
+            fresh + read + created,
+            self._output,
+            cache_read_input_tokens=read,
+            cache_creation_input_tokens=created,
+        )
+
+    @property
+    def blocks(self) -> list[dict[str, Any]]:
+        """The response's content blocks, as the API would return them whole (the content of
+        the assistant message a ``pause_turn`` continuation sends back)."""
+        out: list[dict[str, Any]] = []
+        for block in self._order:
+            raw = dict(block.raw)
+            if block.kind in ("tool_use", "server_tool_use") and block.json:
+                with contextlib.suppress(ValueError):  # cut short: the input as it started
+                    raw["input"] = json.loads("".join(block.json))
+            out.append(raw)
+        return out
+
+    # -- events --------------------------------------------------------------------------------
+
+    def event(self, event: ServerSentEvent) -> list[AgentResponseUpdate]:
+        """The updates of one server-sent event."""
+        self.events += 1
+        try:
+            data = json.loads(event.data)
+        except ValueError as exc:
+            raise ModelResponseError(
+                f"the server sent an event that is not valid JSON ({exc}): {_preview(event.data)!r}"
+            ) from exc
+        if not isinstance(data, dict):
+            raise ModelResponseError(
+                f"the server sent an event that is not a JSON object: {_preview(event.data)!r}"
+            )
+        kind = data.get("type")
+        if not isinstance(kind, str):
+            kind = event.event  # a proxy that dropped the type from the data: the SSE name
+        if kind == "error" or event.event == "error":
+            message, error_type = error_description(event.data, "")
+            named = f"{error_type}: " if error_type else ""
+            raise ModelResponseError(
+                f"the server reported an error in the stream: {named}{message}",
+                error_type=error_type,
+            )
+        if self.finished:
+            return []  # nothing counts after message_stop
+        if kind == "message_start":
+            return self._message_start(data)
+        if kind == "content_block_start":
+            return self._block_start(data)
+        if kind == "content_block_delta":
+            return self._block_delta(data)
+        if kind == "content_block_stop":
+            return self._block_stop(data)
+        if kind == "message_delta":
+            self._message_delta(data)
+            return []
+        if kind == "message_stop":
+            return self._stop()
+        return []  # ping, and whatever event type Anthropic adds
+
+    def end_of_body(self, diagnosis: str = "") -> list[AgentResponseUpdate]:
+        """The updates still owed when the body ends.
+
+        Raises:
+            ModelResponseError: the body ended before the stop reason came.
+        """
+        if self.finished:
+            return []
+        if self.stop_reason is None:
+            raise ModelResponseError(
+                "the response stream ended before the response was complete (no stop_reason "
+                f"and no message_stop after {self.events} events){diagnosis}"
+            )
+        return self._stop()
+
+    def _message_start(self, data: Mapping[str, Any]) -> list[AgentResponseUpdate]:
+        self._started = True
+        message = data.get("message")
+        usage = message.get("usage") if isinstance(message, dict) else None
+        if isinstance(usage, dict):
+            self._count(usage)
+        return []
+
+    def _count(self, usage: Mapping[str, Any]) -> None:
+        """Take the counts ``usage`` has (``message_delta``'s are cumulative and may repeat
+        the input counts, with other values: the latest one holds). A response that ran
+        several model passes (server-side compaction) lists them in ``iterations``, and the
+        top-level counts are the last pass's: the response's counts are the passes' sum."""
+        iterations = usage.get("iterations")
+        if isinstance(iterations, list) and iterations:
+            passes = [item for item in iterations if isinstance(item, dict)]
+            usage = {
+                key: sum(_tokens(item, key, 0) for item in passes)
+                for key in (
+                    "input_tokens",
+                    "cache_read_input_tokens",
+                    "cache_creation_input_tokens",
+                    "output_tokens",
+                )
+            }
+        fresh, read, created = self._input
+        fresh = _tokens(usage, "input_tokens", fresh)
+        read = _tokens(usage, "cache_read_input_tokens", read)
+        created = _tokens(usage, "cache_creation_input_tokens", created)
+        self._input = (fresh, read, created)
+        self._output = _tokens(usage, "output_tokens", self._output)
+
+    def _index(self, data: Mapping[str, Any], event: str) -> int:
+        index = data.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ModelResponseError(
+                f"the server sent a {event} whose index is not an integer >= 0: {index!r}"
+            )
+        return index
+
+    def _key(self, index: int) -> str:
+        return f"{self._prefix}{index}"
+
+    def _block_start(self, data: Mapping[str, Any]) -> list[AgentResponseUpdate]:
+        index = self._index(data, "content_block_start")
+        if index in self._blocks:
+            raise ModelResponseError(f"the server started content block {index} twice")
+        content = data.get("content_block")
+        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
+            raise ModelResponseError(
+                f"content block {index} started without a type: {_preview(json.dumps(data))}"
+            )
+        kind: str = content["type"]
+        block = _Block(kind, dict(content))
+        self._blocks[index] = block
+        self._order.append(block)
+        if kind == "text":
+            text = content.get("text")
+            return [TextDelta(text)] if isinstance(text, str) and text else []
+        if kind == "tool_use":
+            return self._tool_start(index, block, content)
+        if kind == "thinking":
+            thinking, signature = content.get("thinking"), content.get("signature")
+            thinking = thinking if isinstance(thinking, str) else ""
+            signature = signature if isinstance(signature, str) else ""
+            updates: list[AgentResponseUpdate] = [
+                ProviderDataDelta(
+                    THINKING_BLOCKS,
+                    self._key(index),
+                    update={"type": "thinking"},
+                    extend={"thinking": thinking, "signature": signature},
+                )
+            ]
+            if thinking:
+                updates.append(ReasoningDelta(thinking))
+            return updates
+        if kind == "redacted_thinking":
+            return [ProviderDataDelta(THINKING_BLOCKS, self._key(index), update=content)]
+        return []  # server tool use and results, compaction, ...: kept in .blocks only
+
+    def _tool_start(
+        self, index: int, block: _Block, content: Mapping[str, Any]
+    ) -> list[AgentResponseUpdate]:
+        call_id, name = content.get("id"), content.get("name")
+        if not isinstance(call_id, str) or not call_id:
+            raise ModelResponseError(f"tool_use block {index} started without an id")
+        if not isinstance(name, str) or not name:
+            raise ModelResponseError(f"tool_use block {index} ({call_id}) started without a name")
+        if any(b.call_id == call_id for b in self._order):
+            raise ModelResponseError(f"the server sent tool_use id {call_id!r} twice")
+        block.call_id = call_id
+        self._calls += 1
+        return [ToolCallStart(call_id, name)]
+
+    def _open(self, data: Mapping[str, Any], event: str) -> _Block:
+        index = self._index(data, event)
+        block = self._blocks.get(index)
+        if block is None:
+            raise ModelResponseError(
+                f"the server sent a {event} for content block {index}, which never started"
+            )
+        if not block.open:
+            raise ModelResponseError(
+                f"the server sent a {event} for content block {index} after its content_block_stop"
+            )
+        return block
+
+    def _block_delta(self, data: Mapping[str, Any]) -> list[AgentResponseUpdate]:
+        block = self._open(data, "content_block_delta")
+        delta = data.get("delta")
+        kind = delta.get("type") if isinstance(delta, dict) else None
+        if not isinstance(delta, dict) or not isinstance(kind, str):
+            return []
+        key = self._key(self._index(data, "content_block_delta"))
+        if kind == "text_delta":
+            text = self._piece(delta, "text", block, ("text",))
+            block.raw["text"] = block.raw.get("text", "") + text
+            return [TextDelta(text)] if text else []
+        if kind == "input_json_delta":
+            piece = self._piece(delta, "partial_json", block, ("tool_use", "server_tool_use"))
+            block.json.append(piece)
+            if block.call_id is None or not piece:  # a server tool's input: kept in .blocks
+                return []
+            return [ToolCallArgs(block.call_id, piece)]
+        if kind == "thinking_delta":
+            text = self._piece(delta, "thinking", block, ("thinking",))
+            block.raw["thinking"] = block.raw.get("thinking", "") + text
+            if not text:
+                return []
+            return [
+                ReasoningDelta(text),
+                ProviderDataDelta(THINKING_BLOCKS, key, extend={"thinking": text}),
+            ]
+        if kind == "signature_delta":
+            signature = self._piece(delta, "signature", block, ("thinking",))
+            block.raw["signature"] = block.raw.get("signature", "") + signature
+            return [ProviderDataDelta(THINKING_BLOCKS, key, extend={"signature": signature})]
+        if kind == "citations_delta":
+            citation = delta.get("citation")
+            if citation is not None:
+                block.raw["citations"] = [*(block.raw.get("citations") or ()), citation]
+        return []  # a delta type Anthropic added: skipped
+
+    @staticmethod
+    def _piece(delta: Mapping[str, Any], field: str, block: _Block, kinds: tuple[str, ...]) -> str:
+        if block.kind not in kinds:
+            raise ModelResponseError(
+                f"the server sent a {delta.get('type')} for a {block.kind} block"
+            )
+        piece = delta.get(field)
+        if not isinstance(piece, str):
+            raise ModelResponseError(
+                f"the server sent a {delta.get('type')} whose {field} is not a string: "
+                f"{_preview(repr(piece))}"
+            )
+        return piece
+
+    def _block_stop(self, data: Mapping[str, Any]) -> list[AgentResponseUpdate]:
+        block = self._open(data, "content_block_stop")
+        return self._close(block)
+
+    def _close(self, block: _Block) -> list[AgentResponseUpdate]:
+        block.open = False
+        if block.call_id is None:
+            return []
+        updates: list[AgentResponseUpdate] = []
+        start_input = block.raw.get("input")
+        if not any(block.json) and isinstance(start_input, dict) and start_input:
+            # the whole input in the start, no pieces (a proxy that buffers, a replay)
+            arguments = json.dumps(start_input, ensure_ascii=False, separators=(",", ":"))
+            updates.append(ToolCallArgs(block.call_id, arguments))
+        updates.append(ToolCallEnd(block.call_id))
+        return updates
+
+    def _message_delta(self, data: Mapping[str, Any]) -> None:
+        delta = data.get("delta")
+        if isinstance(delta, dict):
+            reason = delta.get("stop_reason")
+            if isinstance(reason, str) and reason:
+                self.stop_reason = reason
+            sequence = delta.get("stop_sequence")
+            if isinstance(sequence, str):
+                self.stop_sequence = sequence
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self._count(usage)
+
+    def _stop(self) -> list[AgentResponseUpdate]:
+        self.finished = True
+        # A block the stream never stopped (max_tokens inside a tool call) ends here; its
+        # arguments are what came, and go back to the model as an error if they do not parse.
+        ended: list[AgentResponseUpdate] = []
+        for block in self._order:
+            if block.open:
+                ended += self._close(block)
+        if self.stop_reason == PAUSE_TURN and not self._calls and self._continue_pause:
+            self.paused = True
+            return ended
+        if self._calls:
+            reason = FinishReason.TOOL_CALLS
+        elif self.stop_reason == PAUSE_TURN:
+            reason = FinishReason.LENGTH  # a paused turn no one continues is unfinished
+        else:
+            reason = STOP_REASONS.get(self.stop_reason or "", FinishReason.STOP)
+            if reason is FinishReason.TOOL_CALLS:
+                reason = FinishReason.STOP  # "tool_use" with no tool_use block
+        return [*ended, Finish(reason, self.usage)]
+
+
+def _tokens(usage: Mapping[str, Any], key: str, default: int) -> int:
+    value = usage.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return default
+
+
+def error_description(body: str, reason_phrase: str) -> tuple[str, str | None]:
+    """The message and type in an Anthropic error body, ``{"type": "error", "error": {"type":
+    "overloaded_error", "message": "Overloaded"}}``; else the body's text (or the reason
+    phrase) and no type. The error bodies of proxies in front of the API (``{"error":
+    "..."}``, ``{"message": "..."}``, ``{"detail": "..."}``) are read too."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            kind = error.get("type")
+            kind = kind if isinstance(kind, str) and kind else None
+            message = error.get("message")
+            if isinstance(message, str) and message:
+                return message, kind
+            if kind is not None:
+                return reason_phrase or "no error message", kind
+        for candidate in (error, data.get("message"), data.get("detail")):
+            if isinstance(candidate, str) and candidate:
+                return candidate, None
+    text = body.strip()
+    return (_preview(text) if text else (reason_phrase or "no error message")), None
+
+
+def error_message(body: str, reason_phrase: str = "") -> str:
+    """:func:`error_description` as one line: ``"overloaded_error: Overloaded"``."""
+    message, kind = error_description(body, reason_phrase)
+    return f"{kind}: {message}" if kind else message

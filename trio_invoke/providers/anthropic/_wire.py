@@ -1,0 +1,203 @@
+"""The sans-IO request side of :class:`AnthropicChatClient`: a conversation as the Messages API
+takes it.
+
+``ChatMessage`` is the OpenAI chat-completions shape; the Messages API differs at every point:
+
+* System (and developer) messages go to the request's ``system``, as text blocks in order;
+  the API has no system role inside ``messages``.
+* Each message becomes a list of content blocks, and consecutive messages of one role are merged
+  into one, as the API requires roles to alternate. Empty text is left out (the API refuses
+  empty text blocks), and so is a message that ends up with no blocks.
+* An assistant message goes as its thinking blocks (``provider_data["thinking_blocks"]``, exactly
+  as the API sent them: the signatures are checked), then its text, then a ``tool_use`` block per
+  call in call order, the arguments as the ``input`` object (arguments that are not a JSON
+  object go as ``{}``: the call's result tells the model what was wrong). Reasoning without
+  thinking blocks (from another provider) is not sent: the API takes only signed thinking.
+* The tool messages answering one batch become ``tool_result`` blocks in one user message, in
+  call order, with ``is_error`` for error results (a tool message marked
+  ``provider_data["is_error"]``, or whose text is the loop's error result: ``"Error: ..."``).
+  A tool's images go inside its ``tool_result``, which takes image blocks.
+* Images: ``ImagePart`` data as a ``base64`` source, a URL as a ``url`` source. A ``RawPart`` goes
+  as it is (an Anthropic ``document`` block, say). Keys of a part's ``provider_data``
+  (``cache_control``) go on its block.
+* Tools go as ``{name, description, input_schema}``; ``tool_choice`` ``"auto"``, ``"none"``,
+  ``"required"`` (the API's ``"any"``) or one named tool (``{"type": "function", "function":
+  {"name": ...}}``, the API's ``{"type": "tool", "name": ...}``; a choice already in the API's
+  shape goes as it is), and ``parallel_tool_calls=False`` as ``disable_parallel_tool_use``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from ..._content import ContentPart, ImagePart, RawPart, TextPart, json_copy
+from ..._exceptions import ConfigurationError
+from ..._messages import ChatMessage, MessageRole
+from ..._tools import ToolDefinition
+from ._decode import THINKING_BLOCKS
+
+__all__ = ["wire_conversation", "wire_tool_choice", "wire_tools"]
+
+_ERROR_RESULT: Final = re.compile(r"(?:\[arguments replaced by the user: .*?\] )?Error: ", re.S)
+"""The loop's error results: ``"Error: ..."``, after the note of replaced arguments if any."""
+_THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
+
+
+def wire_conversation(
+    messages: Sequence[ChatMessage],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(system, messages)`` for the request: the system text blocks, and the conversation's
+    other messages as the Messages API takes them (see the module docstring).
+
+    Raises:
+        ConfigurationError: an assistant message's ``thinking_blocks`` that are not a list of
+            thinking blocks.
+    """
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role in (MessageRole.SYSTEM, MessageRole.DEVELOPER):
+            system += _blocks(message.parts)
+            continue
+        if message.role is MessageRole.TOOL:
+            role, blocks = "user", [_tool_result(message)]
+        elif message.role is MessageRole.ASSISTANT:
+            role, blocks = "assistant", _assistant(message)
+        else:
+            role, blocks = "user", _blocks(message.parts)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += blocks
+        else:
+            out.append({"role": role, "content": blocks})
+    return system, out
+
+
+def _blocks(parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text, **_extra(part)})
+        elif isinstance(part, ImagePart):
+            blocks.append(_image(part))
+        elif isinstance(part, RawPart):
+            blocks.append(json_copy(part.data, "RawPart"))
+    return blocks
+
+
+def _extra(part: TextPart | ImagePart) -> dict[str, Any]:
+    copied: dict[str, Any] = json_copy(part.provider_data, "provider_data")
+    return copied
+
+
+def _image(part: ImagePart) -> dict[str, Any]:
+    if part.data is not None:
+        source = {"type": "base64", "media_type": part.media_type, "data": part.data}
+    else:
+        source = {"type": "url", "url": part.url}
+    return {"type": "image", "source": source, **_extra(part)}
+
+
+def _assistant(message: ChatMessage) -> list[dict[str, Any]]:
+    blocks = _thinking(message)
+    blocks += _blocks(message.parts)
+    for call in message.tool_calls or ():
+        blocks.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+        )
+    return blocks
+
+
+def _thinking(message: ChatMessage) -> list[dict[str, Any]]:
+    thinking = message.provider_data.get(THINKING_BLOCKS)
+    if thinking is None:
+        return []
+    if not isinstance(thinking, list | tuple) or not all(
+        isinstance(block, Mapping) and block.get("type") in _THINKING_TYPES for block in thinking
+    ):
+        raise ConfigurationError(
+            f"an assistant message's provider_data[{THINKING_BLOCKS!r}] must be a list of "
+            f"thinking and redacted_thinking blocks, got {json.dumps(thinking)[:200]}"
+        )
+    return [json_copy(block, THINKING_BLOCKS) for block in thinking]
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _tool_result(message: ChatMessage) -> dict[str, Any]:
+    text = message.content
+    content: str | list[dict[str, Any]] = text if isinstance(text, str) else _blocks(text)
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": message.tool_call_id or "",
+        "content": content,
+    }
+    flag = message.provider_data.get("is_error")
+    if flag is True or (flag is None and _ERROR_RESULT.match(message.text)):
+        block["is_error"] = True
+    return block
+
+
+def wire_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    """The request's ``tools``: ``{name, description, input_schema}`` each."""
+    return [
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": json_copy(tool.parameters, f"the parameters of tool {tool.name!r}"),
+        }
+        for tool in tools
+    ]
+
+
+def wire_tool_choice(
+    choice: str | Mapping[str, Any] | None, parallel_tool_calls: bool | None
+) -> dict[str, Any] | None:
+    """The request's ``tool_choice`` for ``RunOptions.tool_choice`` and
+    ``RunOptions.parallel_tool_calls``; ``None`` to leave it out.
+
+    Raises:
+        ConfigurationError: a choice that is none of the forms the module docstring lists.
+    """
+    wire: dict[str, Any] | None
+    if choice is None:
+        wire = None
+    elif choice == "auto":
+        wire = {"type": "auto"}
+    elif choice == "none":
+        wire = {"type": "none"}
+    elif choice in ("required", "any"):
+        wire = {"type": "any"}
+    elif isinstance(choice, Mapping) and choice.get("type") == "function":
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(
+                f"tool_choice {dict(choice)!r} names no function: "
+                '{"type": "function", "function": {"name": "..."}}'
+            )
+        wire = {"type": "tool", "name": name}
+    elif isinstance(choice, Mapping) and choice.get("type") in ("auto", "any", "tool", "none"):
+        wire = json_copy(choice, "tool_choice")
+    else:
+        raise ConfigurationError(
+            f"tool_choice must be 'auto', 'none', 'required', a named function "
+            '({"type": "function", "function": {"name": ...}}) or an Anthropic tool_choice, '
+            f"got {choice!r}"
+        )
+    if parallel_tool_calls is False:
+        wire = wire if wire is not None else {"type": "auto"}
+        if wire["type"] != "none":
+            wire["disable_parallel_tool_use"] = True
+    return wire
