@@ -130,6 +130,6 @@ def docs(session: nox.Session) -> None:
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """The benchmark suite: the library beside the bare-Trio floor (not run by default)."""
-    # the mcp, telemetry and process workloads
-    session.install(".[mcp,otel,process]", "opentelemetry-sdk>=1.27,<2")
+    # the mcp, telemetry, process and HTTP workloads; the bench group adds the official openai SDK
+    session.install(".[openai,mcp,otel,process]", *group("bench"))
     session.run("python", "-m", "benchmarks", *session.posargs)

@@ -107,9 +107,11 @@ class Row:
     library: float | None
     floor: float | None
     unit: str = "s"
-    """``"s"`` (printed as ns/µs/ms/s), ``"B"`` (printed as MB) or ``"x"`` (a plain factor)."""
+    """``"s"`` (printed as ns/µs/ms/s), ``"B"`` (printed as MB), ``"x"`` (a plain factor) or
+    ``"/s"`` (a rate: more is better)."""
     target: float | None = None
-    """The most the library may take, as a ratio to the floor (or, for ``"B"``, in bytes)."""
+    """The most the library may take, as a ratio to the floor (or, for ``"B"``, in bytes); for
+    a rate, the least ratio it must reach."""
     note: str | None = None
     """Printed under the table: what the floor column means when it is not the floor."""
     data: Measured | None = None
@@ -128,7 +130,9 @@ class Row:
         if self.unit == "B":
             return self.library < self.target
         ratio = self.ratio
-        return None if ratio is None else ratio <= self.target
+        if ratio is None:
+            return None
+        return ratio >= self.target if self.unit == "/s" else ratio <= self.target
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -153,6 +157,8 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value / 1e6:.1f} MB"
     if unit == "x":
         return f"{value:.2f}x"
+    if unit == "/s":
+        return f"{value:.0f}/s"
     for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if abs(value) >= scale:
             return f"{value / scale:.3g} {suffix}".replace("e+0", "e")
@@ -162,7 +168,10 @@ def format_value(value: float | None, unit: str) -> str:
 def _target(row: Row) -> str:
     if row.target is None:
         return ""
-    limit = f"< {row.target / 1e6:.0f} MB" if row.unit == "B" else f"<= {row.target:g}x"
+    if row.unit == "B":
+        limit = f"< {row.target / 1e6:.0f} MB"
+    else:
+        limit = f"{'>=' if row.unit == '/s' else '<='} {row.target:g}x"
     return f"{limit}  {'ok' if row.ok else 'MISSED'}"
 
 

@@ -660,6 +660,24 @@ def process(ctx: Context) -> Outcome:
     )
 
 
+def http(ctx: Context) -> Outcome:
+    from ._http import http as run  # noqa: PLC0415 -- it imports this module
+
+    return run(ctx)
+
+
+def conversations(ctx: Context) -> Outcome:
+    from ._http import conversations as run  # noqa: PLC0415 -- it imports this module
+
+    return run(ctx)
+
+
+def agents(ctx: Context) -> Outcome:
+    from ._http import agents as run  # noqa: PLC0415 -- it imports this module
+
+    return run(ctx)
+
+
 WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "fan-out": fan_out,
     "rounds": rounds,
@@ -671,6 +689,9 @@ WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
     "telemetry": telemetry,
     "mcp": mcp,
     "process": process,
+    "http": http,
+    "conversations": conversations,
+    "agents": agents,
 }
 
 

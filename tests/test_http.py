@@ -3,6 +3,7 @@ deadline on a streamed body, httpx2 on Trio. Real HTTP over loopback (tests/sse_
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
@@ -27,7 +28,7 @@ from trio_invoke import (
     TextDelta,
 )
 from trio_invoke._updates import AgentResponseUpdate
-from trio_invoke.providers._http import RetryPolicy, checked_timeout
+from trio_invoke.providers._http import DRAIN_AFTER_DONE, RetryPolicy, checked_timeout
 
 USER = [ChatMessage.user("hi")]
 
@@ -262,3 +263,178 @@ async def test_httpx2_runs_on_trio_many_streams_through_one_client(server: SSESe
     assert all(r == [TextDelta("a"), TextDelta("b"), Finish(FinishReason.STOP)] for r in results)
     assert len(server.requests) == count
     assert server.connections <= count
+
+
+# -- connections: reused after every complete response ----------------------------------------
+
+USAGE = data(
+    {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
+)
+CALL = data(
+    {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {
+                    "tool_calls": [
+                        {"index": 0, "id": "c1", "function": {"name": "f", "arguments": '{"a"'}}
+                    ]
+                },
+            }
+        ]
+    }
+)
+ARGS = data(
+    {
+        "choices": [
+            {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]}}
+        ]
+    }
+)
+COMPLETE_BODIES = {
+    "[DONE], then the end of the body": [delta("a"), delta(None, "stop"), data("[DONE]")],
+    "a usage chunk after the finish": [delta("a"), delta(None, "stop"), USAGE, data("[DONE]")],
+    "no [DONE]: the body ends after the finish": [delta("a"), delta(None, "stop")],
+    "a comment after [DONE]": [delta("a"), delta(None, "stop"), data("[DONE]"), b": bye\n\n"],
+    "an event after [DONE]": [delta("a"), delta(None, "stop"), data("[DONE]"), delta("late")],
+    "all in one piece": [delta("a") + delta(None, "stop") + USAGE + data("[DONE]")],
+    "tool calls": [CALL, ARGS, delta(None, "tool_calls"), USAGE, data("[DONE]")],
+}
+
+
+@pytest.mark.parametrize("paced", [True, False], ids=["piece by piece", "at once"])
+@pytest.mark.parametrize("body", sorted(COMPLETE_BODIES))
+async def test_sequential_requests_reuse_one_connection(
+    body: str, paced: bool, server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    runs = 4
+    server.add(*(Reply(COMPLETE_BODIES[body], paced=paced) for _ in range(runs)))
+    start = trio.current_time()
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url) as model:
+            for _ in range(runs):
+                seen: list[AgentResponseUpdate] = []
+                await collect(model, seen)
+                assert isinstance(seen[-1], Finish)
+    assert len(server.requests) == runs
+    assert server.connections == 1  # one accept for all the requests
+    # Reading to the end of the body waited for nothing: no drain ran out its time.
+    assert trio.current_time() - start < 0.5
+    no_resource_warnings()
+
+
+async def test_concurrent_requests_reuse_the_pools_connections(server: SSEServer) -> None:
+    batches, width = 4, 8
+    body = [delta("a"), delta(None, "stop"), USAGE, data("[DONE]")]
+    server.add(*(Reply(body, paced=False) for _ in range(batches * width)))
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url) as model:
+            for _ in range(batches):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(width):
+                        nursery.start_soon(collect, model, [])
+    assert len(server.requests) == batches * width
+    assert server.connections <= width  # later batches took the connections of the first
+
+
+async def test_an_error_answer_or_a_retry_keeps_the_connection(server: SSEServer) -> None:
+    body = [delta("a"), delta(None, "stop"), data("[DONE]")]
+    server.add(
+        Reply.error(400, {"error": {"message": "bad request"}}),
+        Reply.error(503, {"error": {"message": "busy"}}),
+        Reply(body),
+    )
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url, retry_backoff=0) as model:
+            with pytest.raises(HTTPStatusError, match="bad request"):
+                await collect(model, [])
+            seen: list[AgentResponseUpdate] = []
+            await collect(model, seen)  # a 503, retried at once, then the answer
+    assert seen == [TextDelta("a"), Finish(FinishReason.STOP)]
+    assert len(server.requests) == 3
+    assert server.connections == 1
+
+
+@pytest.mark.parametrize("how", ["break", "exception"])
+async def test_a_response_left_unfinished_is_not_reused(how: str, server: SSEServer) -> None:
+    # The counter can tell: a body not read to its end closes its connection.
+    server.add(
+        Reply([delta("a"), delta("b")], ending="stall"),
+        Reply([delta("c"), delta(None, "stop"), data("[DONE]")]),
+    )
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url) as model:
+            with contextlib.suppress(LookupError):
+                async with model.run(USER) as stream:
+                    async for _ in stream:
+                        if how == "break":
+                            break
+                        raise LookupError
+            await server.closed_while_stalled.wait()
+            seen: list[AgentResponseUpdate] = []
+            await collect(model, seen)
+    assert seen == [TextDelta("c"), Finish(FinishReason.STOP)]
+    assert server.connections == 2
+    no_resource_warnings()
+
+
+async def test_a_body_that_stays_open_after_done_is_given_up_after_the_drain(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(
+        Reply([delta("a"), delta(None, "stop"), data("[DONE]")], ending="stall"),
+        Reply([delta("b"), delta(None, "stop"), data("[DONE]")]),
+    )
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url) as model:
+            start = trio.current_time()
+            first: list[AgentResponseUpdate] = []
+            await collect(model, first)
+            assert trio.current_time() - start == pytest.approx(DRAIN_AFTER_DONE, abs=0.2)
+            await server.closed_while_stalled.wait()
+            await collect(model, [])
+    assert first == [TextDelta("a"), Finish(FinishReason.STOP)]
+    assert server.connections == 2
+
+
+# -- the progress deadline counts the server's time, not the caller's ------------------------
+
+
+@pytest.mark.parametrize("pieces", ["one piece", "a piece per event"])
+async def test_a_slow_caller_is_not_a_slow_server(
+    pieces: str, server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    events = [delta("a"), delta("b"), delta("c"), delta(None, "stop"), data("[DONE]")]
+    server.add(Reply([b"".join(events)] if pieces == "one piece" else events))
+    seen: list[AgentResponseUpdate] = []
+    model = OpenAIChatClient("m", base_url=server.url, timeout=5.0)
+    with trio.fail_after(100):
+        async with model, model.run(USER) as stream:
+            async for update in stream:
+                seen.append(update)
+                await trio.sleep(8)  # longer than the read timeout, between two updates
+    assert seen == [TextDelta("a"), TextDelta("b"), TextDelta("c"), Finish(FinishReason.STOP)]
+
+
+@pytest.mark.parametrize(
+    "before",
+    [[], [b": ping\n\n"], [delta(role="assistant")], [delta("a")]],
+    ids=["nothing", "a comment", "a role chunk", "a token"],
+)
+async def test_a_body_that_goes_silent_times_out_after_the_read_timeout(
+    before: list[bytes], server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(Reply(before, ending="stall"))
+    seen: list[AgentResponseUpdate] = []
+    start = trio.current_time()
+    with trio.fail_after(100), pytest.raises(ModelTimeoutError, match=r"read timeout, 5\.0 s"):
+        await collect(OpenAIChatClient("m", base_url=server.url, timeout=5.0), seen)
+    assert 5 <= trio.current_time() - start < 6
+    assert seen == ([TextDelta("a")] if before == [delta("a")] else [])
+    with trio.fail_after(10):
+        await server.closed_while_stalled.wait()
+    no_resource_warnings()

@@ -58,6 +58,7 @@ class ToolCallAccumulator:
     __slots__ = (
         "_calls",
         "_data",
+        "_done",
         "_ended",
         "_open",
         "_positions",
@@ -74,6 +75,7 @@ class ToolCallAccumulator:
         self._calls: dict[str, AccumulatedToolCall] = {}  # every started call, in call order
         self._open: dict[str, list[str]] = {}  # id -> argument pieces of calls still open
         self._positions: dict[str, int] = {}  # id -> place in call order
+        self._done: dict[str, ToolCall] = {}  # id -> the call, once ended (ToolCall is frozen)
         self._ended = 0
 
     def add(self, update: AgentResponseUpdate) -> ToolCall | None:
@@ -131,7 +133,8 @@ class ToolCallAccumulator:
         call = self._calls[call_id]
         call.arguments = "".join(pieces)
         self._ended += 1
-        return call.to_tool_call()
+        done = self._done[call_id] = call.to_tool_call()
+        return done
 
     def _not_open(self, call_id: str, what: str) -> str:
         if call_id in self._calls:
@@ -190,9 +193,10 @@ class ToolCallAccumulator:
 
     def completed(self) -> list[ToolCall]:
         """The calls that have ended, in call order (order of their ``ToolCallStart``)."""
+        done = self._done
         if self._ended == len(self._calls):
-            return [call.to_tool_call() for call in self._calls.values()]
-        return [c.to_tool_call() for c in self._calls.values() if c.id not in self._open]
+            return [done[call_id] for call_id in self._calls]
+        return [done[call_id] for call_id in self._calls if call_id not in self._open]
 
     def finish(self) -> list[ToolCall]:
         """The response is over: its calls, in call order.

@@ -92,23 +92,20 @@ class Round:
     # -- written by each call task, for its own call --------------------------------------------
     _results: dict[str, ToolCalled] = attrs.field(factory=dict, init=False)
     """Call id -> the result put into ``events`` (so the caller gets it)."""
-    _positions: dict[str, int] = attrs.field(init=False)
-    """On resume: call id -> place in call order."""
+    _positions: dict[str, int] = attrs.field(factory=dict, init=False)
+    """On resume: call id -> place in call order (set by :meth:`resume`)."""
     _site: Site = attrs.field(default=Site(), init=False)
     """What each call's middleware and observer are told: set before the first call starts."""
     # -- written by the loop side ---------------------------------------------------------------
     _turns: trio.MemoryReceiveChannel[Turn] | None = attrs.field(default=None, init=False)
     _turn: Turn | None = attrs.field(default=None, init=False)
 
-    @_positions.default
-    def _pending_positions(self) -> dict[str, int]:
-        return {call.id: index for index, call in enumerate(self.pending)}
-
     @classmethod
     def resume(
         cls, run: Run, calls: Sequence[ToolCall], decisions: Mapping[str, ToolApprovalResponse]
     ) -> Round:
         round_ = cls(run, RoundPlan(), None, tuple(calls), decisions)
+        round_._positions = {call.id: index for index, call in enumerate(round_.pending)}
         round_._site = run.site(tuple(run.messages))
         return round_
 
@@ -241,11 +238,13 @@ class Round:
             options = options.evolve(tool_choice="none", parallel_tool_calls=None)
         eager = run.eager and self.plan.withheld is None
         seen = tuple(run.messages)
-        self._site = run.site(seen)
+        if run.limits.middleware or run.observation is not None:
+            self._site = run.site(seen)  # only middleware and observers are told where
         observed: ChatObservation | None = None
         if run.observation is not None:
             observed = run.observation.chat(run.inner, seen, options)
         finish: Finish | None = None
+        add, checkpoint_if_cancelled = accumulator.add, trio.lowlevel.checkpoint_if_cancelled
         try:
             async with run.inner.run(seen, options) as updates:
                 async for update in updates:
@@ -261,10 +260,10 @@ class Round:
                         continue
                     # A cancellation point per update, as ``send`` is: the inner stream may
                     # never yield (a scripted one does not).
-                    await trio.lowlevel.checkpoint_if_cancelled()
+                    await checkpoint_if_cancelled()
                     if not offer(events, update):
                         await events.send(update)
-                    ended = accumulator.add(update)  # after the send: the transcript holds
+                    ended = add(update)  # after the send: the transcript holds
                     if eager:  # only what goes to the caller
                         self._start_early(update, ended, events, nursery)
         except BaseException as exc:
@@ -310,7 +309,10 @@ class Round:
         """A call task: its one result goes into its own clone of ``events``, then the clone is
         closed -- the last one closed ends the round."""
         with events:
-            await self._report(await self._answer(call), events)
+            called = await self._answer(call)
+            if not offer(events, called):  # as _report, without its coroutine on this path
+                await events.send(called)
+            self._results[called.call.id] = called
 
     async def _answer(self, call: ToolCall) -> ToolCalled:
         if self.plan.withheld is not None:

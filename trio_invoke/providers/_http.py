@@ -339,6 +339,13 @@ class SSEStream:
     The read timeout bounds the time between two events that produce an update (and the wait
     for the first): a server that sends keep-alive comments, or chunks with nothing in them,
     for that long ends the stream with :class:`ModelTimeoutError`.
+
+    The deadline is a cancel scope around each read that follows a piece without progress. The
+    first read, and a read that follows progress, is bounded by httpx2's own read timeout -- the
+    same seconds, counted from that read's start rather than from the response's arrival or the
+    progress just before it, a difference of the time the caller took -- and its timeout reads
+    the same. So the pieces of a streaming answer, nearly all of which make progress, pay for no
+    cancel scope of ours.
     """
 
     def __init__(
@@ -361,13 +368,19 @@ class SSEStream:
         self._error: ModelResponseError | None = None
         self._ended = False
         self._drain_owed = False
+        self._fresh = True
+        """No piece yet, or the last piece made progress: the next read needs no cancel scope
+        of ours (see :meth:`__anext__`)."""
+        self._exhausted = False
+        """The body's iterator has ended: there is nothing left to close."""
         self._head = b""  # the start of the body, to say what came instead of events
 
     def __aiter__(self) -> SSEStream:
         return self
 
     async def __anext__(self) -> AgentResponseUpdate:
-        while not self._pending:
+        pending = self._pending
+        while not pending:
             if self._error is not None:
                 error, self._error = self._error, None
                 self._ended = True
@@ -377,49 +390,73 @@ class SSEStream:
                     self._drain_owed = False
                     await self._drain()
                 raise StopAsyncIteration
-            await self._read()
-        return self._pending.popleft()
+            if self._fresh:
+                # The last piece made progress: httpx2's read timeout, the same seconds as the
+                # patience, bounds this read from its start, so no cancel scope of our own on
+                # the path every piece takes (entering one costs more than parsing a chunk).
+                try:
+                    piece: bytes | None = await anext(self._bytes)
+                except StopAsyncIteration:
+                    piece = None
+                except httpx2.HTTPError as exc:
+                    raise self._broken(exc, fresh=True) from exc
+            else:
+                piece = await self._read()
+            self._take(piece)
+        return pending.popleft()
 
-    async def _read(self) -> None:
-        piece: bytes | None = None
-        try:
-            with trio.move_on_at(self._deadline) as waiting:
-                piece = await anext(self._bytes)
-        except StopAsyncIteration:
-            piece = None
-        except httpx2.TimeoutException as exc:
-            self._ended = True
-            raise timeout_error(exc, self._url, self._timeout) from exc
-        except httpx2.HTTPError as exc:
-            self._ended = True
-            raise ModelConnectionError(
-                f"the connection to {self._url} broke in the middle of the response: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        if waiting.cancelled_caught:
-            self._ended = True
-            raise ModelTimeoutError(
-                f"the model server at {self._url} timed out (read timeout, "
-                f"{self._patience} s without progress: keep-alive comments and events with "
-                "nothing in them do not count)"
-            )
+    async def _read(self) -> bytes | None:
+        """The next piece of the body (``None`` at its end), by the progress deadline."""
+        with trio.move_on_at(self._deadline):
+            try:
+                return await anext(self._bytes)
+            except StopAsyncIteration:
+                return None
+            except httpx2.HTTPError as exc:
+                raise self._broken(exc, fresh=False) from exc
+        self._ended = True  # the deadline passed
+        raise self._no_progress()
+
+    def _broken(self, exc: httpx2.HTTPError, *, fresh: bool) -> Exception:
+        """What a failed read of the body raises: a timeout, or a broken connection."""
+        self._ended = True
+        if isinstance(exc, httpx2.TimeoutException):
+            if fresh and isinstance(exc, httpx2.ReadTimeout):
+                return self._no_progress()
+            return timeout_error(exc, self._url, self._timeout)
+        return ModelConnectionError(
+            f"the connection to {self._url} broke in the middle of the response: "
+            f"{type(exc).__name__}: {exc}"
+        )
+
+    def _take(self, piece: bytes | None) -> None:
+        """Parse ``piece`` (``None``: the end of the body) into updates."""
         try:
             if piece is None:
-                self._ended = True
+                self._ended = self._exhausted = True
                 self._pending.extend(self._decoder.end_of_body(self._diagnosis()))
                 return
             if len(self._head) < PREVIEW:
                 self._head += piece[: PREVIEW - len(self._head)]
-            before = len(self._pending)
+            pending = self._pending
+            before = len(pending)
+            decode = self._decoder.event
             for event in self._parser.feed(piece):
-                self._pending.extend(self._decoder.event(event))
-            if len(self._pending) > before:
+                pending.extend(decode(event))
+            self._fresh = len(pending) > before
+            if self._fresh:
                 self._deadline = trio.current_time() + self._patience
         except ModelResponseError as exc:
             self._error = exc  # raised once the updates before it are delivered
             return
         if self._decoder.finished:
             self._ended = self._drain_owed = True
+
+    def _no_progress(self) -> ModelTimeoutError:
+        return ModelTimeoutError(
+            f"the model server at {self._url} timed out (read timeout, {self._patience} s "
+            "without progress: keep-alive comments and events with nothing in them do not count)"
+        )
 
     async def _drain(self) -> None:
         """Read to the end of the body after the last event (briefly), so that the connection
@@ -428,7 +465,9 @@ class SSEStream:
             try:
                 while True:
                     await anext(self._bytes)
-            except (StopAsyncIteration, httpx2.HTTPError):
+            except StopAsyncIteration:
+                self._exhausted = True
+            except httpx2.HTTPError:
                 pass
 
     def _diagnosis(self) -> str:
@@ -449,6 +488,8 @@ class SSEStream:
 
         Cancellation: none needed; this does not block.
         """
+        if self._exhausted:
+            return  # read to its end: the chain has finished, and the response is complete
         with trio.CancelScope() as scope:
             scope.cancel()
             try:

@@ -88,10 +88,48 @@ class SSEParser:
             self._started = True
             self._partial = []
             piece = head.removeprefix(_BOM)
+        if not self._partial and piece[-2:] == b"\n\n" and piece[:6] == b"data: ":
+            value = piece[6:-2]
+            if b"\n" not in value and b"\r" not in value and not self._data:
+                # One whole event of one data line, alone in its piece: what a server that
+                # flushes each event sends, nearly every time.
+                event = ServerSentEvent(
+                    value.decode("utf-8", errors="replace"),
+                    self._event or "message",
+                    self.last_event_id,
+                )
+                self._event = ""
+                return [event]
         if b"\n" not in piece and b"\r" not in piece:
             self._partial.append(piece)  # no line ends here: no join, no copy
             return []
         buffer = b"".join(self._partial) + piece if self._partial else piece
+        if b"\r" in buffer:
+            return self._lines(buffer)
+        # Only LF line ends (what servers send): split, and read the ``data: `` lines (nearly
+        # all of them) here; the other lines take the general path of :meth:`_line`.
+        lines = buffer.split(b"\n")
+        tail = lines.pop()
+        self._partial = [tail] if tail else []
+        events: list[ServerSentEvent] = []
+        data = self._data
+        for raw in lines:
+            if raw[:6] == b"data: ":
+                data.append(raw[6:].decode("utf-8", errors="replace"))
+            elif raw:
+                self._line(raw)
+            elif data:  # a blank line: dispatch
+                events.append(
+                    ServerSentEvent("\n".join(data), self._event or "message", self.last_event_id)
+                )
+                data = self._data = []
+                self._event = ""
+            else:
+                self._event = ""  # an event with no data is not dispatched
+        return events
+
+    def _lines(self, buffer: bytes) -> list[ServerSentEvent]:
+        """The events of ``buffer``, whose lines end with CR, LF or CRLF (the general path)."""
         events: list[ServerSentEvent] = []
         start = 0
         for match in _END_OF_LINE.finditer(buffer):

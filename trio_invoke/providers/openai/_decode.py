@@ -80,6 +80,7 @@ class ChunkDecoder:
         self._calls: dict[int | str, _Call] = {}  # by index, else by id, else by position
         self._ids: dict[str, int | str] = {}  # a call's id -> its key
         self._order: list[_Call] = []
+        self._used: set[str] = set()  # the ids in _order
         self._last_key: int | str | None = None
         self.reason: str | None = None
         """The raw ``finish_reason`` of choice 0, once it arrived."""
@@ -105,12 +106,7 @@ class ChunkDecoder:
             return []  # nothing counts after [DONE]
         if data.strip() == "[DONE]":
             return self._finish()
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            raise ModelResponseError(
-                f"the server sent a chunk that is not valid JSON ({exc}): {preview(data)!r}"
-            ) from exc
+        chunk = _loads(data)
         if not isinstance(chunk, dict):
             raise ModelResponseError(
                 f"the server sent a chunk that is not a JSON object: {preview(data)!r}"
@@ -129,7 +125,7 @@ class ChunkDecoder:
                 continue  # we never ask for n > 1
             delta = choice.get("delta")
             if isinstance(delta, dict):
-                updates += self._delta(delta)
+                self._delta(delta, updates)
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:
                 self.reason = reason
@@ -151,17 +147,21 @@ class ChunkDecoder:
             )
         return self._finish()
 
-    def _delta(self, delta: Mapping[str, Any]) -> list[AgentResponseUpdate]:
-        updates: list[AgentResponseUpdate] = self._reasoning(delta)
-        for key in ("content", "refusal"):  # a refusal is the model's answer text too
-            text = delta.get(key)
-            if isinstance(text, str) and text:
-                updates.append(TextDelta(text))
+    def _delta(self, delta: Mapping[str, Any], updates: list[AgentResponseUpdate]) -> None:
+        """Append the updates in one choice's ``delta`` to ``updates``."""
+        if "reasoning_content" in delta or "reasoning" in delta or "reasoning_details" in delta:
+            updates += self._reasoning(delta)
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            updates.append(TextDelta(text))
+        text = delta.get("refusal")  # a refusal is the model's answer text too
+        if isinstance(text, str) and text:
+            updates.append(TextDelta(text))
         calls = delta.get("tool_calls")
-        for position, call in enumerate(calls if isinstance(calls, list) else ()):
-            if isinstance(call, dict):
-                updates += self._tool_call(call, position)
-        return updates
+        if isinstance(calls, list):
+            for position, call in enumerate(calls):
+                if isinstance(call, dict):
+                    self._tool_call(call, position, updates)
 
     @staticmethod
     def _reasoning(delta: Mapping[str, Any]) -> list[AgentResponseUpdate]:
@@ -203,21 +203,34 @@ class ChunkDecoder:
             return f"#{len(self._order)}"  # a call of its own
         return self._last_key
 
-    def _tool_call(self, call: Mapping[str, Any], position: int) -> list[AgentResponseUpdate]:
-        call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
+    def _tool_call(
+        self, call: Mapping[str, Any], position: int, updates: list[AgentResponseUpdate]
+    ) -> None:
+        """Append the updates of one tool-call delta to ``updates``."""
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = None
         function = call.get("function")
-        function = function if isinstance(function, dict) else {}
-        name = function.get("name") if isinstance(function.get("name"), str) else None
+        if not isinstance(function, dict):
+            function = {}
+        name = function.get("name")
+        if not isinstance(name, str):
+            name = None
         arguments = function.get("arguments")
-        if isinstance(arguments, dict | list):  # some servers send the object, not its JSON text
+        if isinstance(arguments, str):
+            pass
+        elif isinstance(arguments, dict | list):  # some servers send the object, not its text
             arguments = json.dumps(arguments, ensure_ascii=False)
-        elif not isinstance(arguments, str):
+        else:
             arguments = ""
-        key = self._key(call.get("index"), call_id, name)
+        index = call.get("index")
+        if type(index) is int and index >= 0:  # what nearly every server sends
+            key: int | str | None = index
+        else:
+            key = self._key(index, call_id, name)
         if key is None:
             key = f"?{position}"  # nothing to continue: a start, which needs a name
         current = self._calls.get(key)
-        updates: list[AgentResponseUpdate] = []
         # A new id *and* a name at a known index is a new call (a server that reuses index 0);
         # a new id alone is a server that renames every piece of one call.
         if current is None or (name and call_id is not None and call_id != current.id):
@@ -230,7 +243,7 @@ class ChunkDecoder:
                 current.open = False
                 updates.append(ToolCallEnd(current.id))
             new_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
-            if any(c.id == new_id for c in self._order):
+            if new_id in self._used:
                 new_id = f"{new_id}_{len(self._order)}"  # ids must be unique in a response
             current = _Call(new_id)
             self._calls[key] = current
@@ -238,17 +251,17 @@ class ChunkDecoder:
             if call_id is not None:
                 self._ids.setdefault(call_id, key)
             self._order.append(current)
+            self._used.add(new_id)
             updates.append(ToolCallStart(current.id, name))
         elif not current.open:
             if arguments:
                 raise ModelResponseError(
                     f"the server sent arguments for tool call {current.id!r} after it ended"
                 )
-            return updates
+            return
         self._last_key = key
         if arguments:
             updates.append(ToolCallArgs(current.id, arguments))
-        return updates
 
     def _end_calls(self) -> list[AgentResponseUpdate]:
         ended: list[AgentResponseUpdate] = []
@@ -265,6 +278,31 @@ class ChunkDecoder:
             # "stop" with tool calls happens (some OpenAI models, older Ollama): the calls decide.
             reason = FinishReason.TOOL_CALLS if self._order else FinishReason.STOP
         return [*self._end_calls(), Finish(reason, self.usage)]
+
+
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def _loads(data: str) -> Any:
+    """``json.loads(data)``, raising ``ModelResponseError`` for what is not JSON.
+
+    A chunk is one JSON value with nothing around it, which ``raw_decode`` reads without the
+    whitespace scans ``json.loads`` makes around it; anything else (whitespace around the
+    value, extra data, not JSON at all) goes through ``json.loads`` itself, so the value and
+    the error are always ``json.loads``'s.
+    """
+    try:
+        value, end = _raw_decode(data)
+    except ValueError:
+        end = -1
+    if end != len(data):
+        try:
+            value = json.loads(data)
+        except ValueError as exc:
+            raise ModelResponseError(
+                f"the server sent a chunk that is not valid JSON ({exc}): {preview(data)!r}"
+            ) from exc
+    return value
 
 
 def _usage(data: Mapping[str, Any]) -> Usage:
