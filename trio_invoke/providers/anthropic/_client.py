@@ -23,10 +23,9 @@ The layers, outside in:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
@@ -47,6 +46,15 @@ except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-im
     ) from exc
 
 from .._http import RetryPolicy, SSEStream, checked_timeout, encode_json, send
+from .._settings import (
+    Pooled,
+    api_key_from,
+    base_url_from,
+    check_http_client,
+    check_model,
+    checked_headers,
+    checked_options,
+)
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "AnthropicChatClient"]
 
@@ -65,25 +73,11 @@ _RESERVED: Final = frozenset({"model", "messages", "system", "stream", "tools", 
 # -- settings: converters and validators ------------------------------------------------------
 
 
-def _model_name(_: object, __: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise ConfigurationError(f"model must be a non-empty string, got {value!r}")
-
-
 def _base_url(value: str | None) -> str:
-    base = value if value is not None else os.environ.get("ANTHROPIC_BASE_URL", "")
-    if not isinstance(base, str):
-        raise ConfigurationError(f"base_url must be a string, got {base!r}")
-    base = (base or DEFAULT_BASE_URL).rstrip("/")
-    try:
-        parsed = httpx2.URL(base)
-    except httpx2.InvalidURL as exc:
-        raise ConfigurationError(f"base_url {base!r} is not a valid URL: {exc}") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigurationError(
-            f"base_url must be an http(s) URL such as https://api.anthropic.com, got {base!r}"
-        )
-    if parsed.path.rstrip("/").endswith("/v1"):
+    base = base_url_from(
+        value, env="ANTHROPIC_BASE_URL", default=DEFAULT_BASE_URL, example=DEFAULT_BASE_URL
+    )
+    if httpx2.URL(base).path.rstrip("/").endswith("/v1"):
         raise ConfigurationError(
             f"base_url is the API root, without /v1 (requests go to {{base_url}}/v1/messages), "
             f"got {base!r}"
@@ -92,10 +86,7 @@ def _base_url(value: str | None) -> str:
 
 
 def _api_key(value: str | None) -> str | None:
-    key = value if value is not None else os.environ.get("ANTHROPIC_API_KEY")
-    if key is not None and not isinstance(key, str):
-        raise ConfigurationError("api_key must be a string")  # never show a key
-    return key or None
+    return api_key_from(value, env="ANTHROPIC_API_KEY")
 
 
 def _max_tokens(_: object, __: attrs.Attribute[Any], value: object) -> None:
@@ -126,33 +117,11 @@ def _thinking(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 
 def _checked_options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    options = options or {}
-    if not isinstance(options, Mapping):
-        raise ConfigurationError(f"model_options must be a mapping, got {options!r}")
-    clash = sorted(_RESERVED.intersection(options))
-    if clash:
-        raise ConfigurationError(
-            f"model_options may not set {', '.join(clash)}: the client sets "
-            f"{'it' if len(clash) == 1 else 'them'} (system comes from the system messages, "
-            "tools and tool_choice from RunOptions)"
-        )
-    return MappingProxyType(dict(options))
-
-
-def _headers(value: Mapping[str, str] | None) -> Mapping[str, str]:
-    headers = dict(value or {})
-    for name, text in headers.items():
-        if not isinstance(name, str) or not isinstance(text, str):
-            raise ConfigurationError(f"headers must map strings to strings, got {name!r}")
-    return MappingProxyType(headers)
-
-
-def _http_client(_: object, __: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, httpx2.AsyncClient):
-        raise ConfigurationError(
-            f"http_client must be an httpx2.AsyncClient, got {type(value).__module__}."
-            f"{type(value).__name__}"
-        )
+    return checked_options(
+        options,
+        reserved=_RESERVED,
+        owned="system comes from the system messages, tools and tool_choice from RunOptions",
+    )
 
 
 def _count(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -166,7 +135,7 @@ def _version(_: object, __: attrs.Attribute[Any], value: object) -> None:
 
 
 @attrs.define(eq=False, repr=False)
-class AnthropicChatClient:
+class AnthropicChatClient(Pooled):
     """A :class:`ChatClient` for Anthropic's Messages API.
 
     Example::
@@ -231,7 +200,7 @@ class AnthropicChatClient:
             the client owns, or an ``http_client`` that is not an ``httpx2.AsyncClient``.
     """
 
-    model: str = attrs.field(validator=_model_name)
+    model: str = attrs.field(validator=check_model)
     """The model name sent with every request."""
     base_url: str = attrs.field(default=None, kw_only=True, converter=_base_url)
     """The API root; requests go to ``{base_url}/v1/messages``."""
@@ -258,10 +227,10 @@ class AnthropicChatClient:
     )
     """Request fields sent with every request."""
     _extra_headers: Mapping[str, str] = attrs.field(
-        default=None, kw_only=True, converter=_headers, alias="headers"
+        default=None, kw_only=True, converter=checked_headers, alias="headers"
     )
     _http_client: httpx2.AsyncClient | None = attrs.field(
-        default=None, kw_only=True, validator=_http_client
+        default=None, kw_only=True, validator=check_http_client
     )
     on_retry: Callable[[Exception, int, float], object] | None = attrs.field(
         default=None,
@@ -301,38 +270,6 @@ class AnthropicChatClient:
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
         return f"AnthropicChatClient({self.model!r}, base_url={self.base_url!r}{key})"
-
-    # -- connections ---------------------------------------------------------------------------
-
-    async def __aenter__(self) -> AnthropicChatClient:
-        """Open a connection pool that the runs inside the block share.
-
-        Cancellation: nothing is opened until this returns.
-        """
-        if self._pool is not None:
-            raise RuntimeError("this AnthropicChatClient is already open; enter it once at a time")
-        if self._http_client is None:
-            self._pool = httpx2.AsyncClient(timeout=self.timeout)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        """Close the connection pool (see :meth:`aclose`).
-
-        Cancellation: the connections are closed all the same.
-        """
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the pool opened by ``async with`` (a client passed as ``http_client`` stays
-        open). Cancellation: the connections are closed anyway (httpx2 shields the close)."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.aclose()
 
     # -- the ChatClient surface ----------------------------------------------------------------
 
@@ -399,9 +336,7 @@ class AnthropicChatClient:
         """
         body = self.request_body(messages, options)
         async with AsyncExitStack() as stack:
-            http = self._http_client if self._http_client is not None else self._pool
-            if http is None:
-                http = await stack.enter_async_context(httpx2.AsyncClient(timeout=self.timeout))
+            http = await self._http(stack)
             turn = _Turn(self, http, body)
             stack.push_async_callback(turn.aclose)
             await turn.start()

@@ -18,10 +18,8 @@ The layers, outside in:
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from types import MappingProxyType, TracebackType
 from typing import Any, Final
 
 import attrs
@@ -41,6 +39,15 @@ except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-im
     ) from exc
 
 from .._http import RetryPolicy, SSEStream, checked_timeout, encode_json, send
+from .._settings import (
+    Pooled,
+    api_key_from,
+    base_url_from,
+    check_http_client,
+    check_model,
+    checked_headers,
+    checked_options,
+)
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "OpenAIChatClient"]
 
@@ -59,61 +66,20 @@ _RESERVED: Final = frozenset(
 # -- settings: converters and validators ------------------------------------------------------
 
 
-def _model_name(_: object, __: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise ConfigurationError(f"model must be a non-empty string, got {value!r}")
-
-
 def _base_url(value: str | None) -> str:
-    base = value if value is not None else os.environ.get("OPENAI_BASE_URL", "")
-    if not isinstance(base, str):
-        raise ConfigurationError(f"base_url must be a string, got {base!r}")
-    base = (base or DEFAULT_BASE_URL).rstrip("/")
-    try:
-        parsed = httpx2.URL(base)
-    except httpx2.InvalidURL as exc:
-        raise ConfigurationError(f"base_url {base!r} is not a valid URL: {exc}") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigurationError(
-            f"base_url must be an http(s) URL such as http://localhost:11434/v1, got {base!r}"
-        )
-    return base
+    return base_url_from(
+        value, env="OPENAI_BASE_URL", default=DEFAULT_BASE_URL, example="http://localhost:11434/v1"
+    )
 
 
 def _api_key(value: str | None) -> str | None:
-    key = value if value is not None else os.environ.get("OPENAI_API_KEY")
-    if key is not None and not isinstance(key, str):
-        raise ConfigurationError("api_key must be a string")  # never show a key
-    return key or None
+    return api_key_from(value, env="OPENAI_API_KEY")
 
 
 def _checked_options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    options = options or {}
-    if not isinstance(options, Mapping):
-        raise ConfigurationError(f"model_options must be a mapping, got {options!r}")
-    clash = sorted(_RESERVED.intersection(options))
-    if clash:
-        raise ConfigurationError(
-            f"model_options may not set {', '.join(clash)}: the client sets "
-            f"{'it' if len(clash) == 1 else 'them'} (tools and tool_choice come from RunOptions)"
-        )
-    return MappingProxyType(dict(options))
-
-
-def _headers(value: Mapping[str, str] | None) -> Mapping[str, str]:
-    headers = dict(value or {})
-    for name, text in headers.items():
-        if not isinstance(name, str) or not isinstance(text, str):
-            raise ConfigurationError(f"headers must map strings to strings, got {name!r}")
-    return MappingProxyType(headers)
-
-
-def _http_client(_: object, __: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, httpx2.AsyncClient):
-        raise ConfigurationError(
-            f"http_client must be an httpx2.AsyncClient, got {type(value).__module__}."
-            f"{type(value).__name__}"
-        )
+    return checked_options(
+        options, reserved=_RESERVED, owned="tools and tool_choice come from RunOptions"
+    )
 
 
 def _send_reasoning(_: object, __: attrs.Attribute[Any], value: object) -> None:
@@ -125,7 +91,7 @@ _optional_callable = attrs.validators.optional(attrs.validators.is_callable())
 
 
 @attrs.define(eq=False, repr=False)
-class OpenAIChatClient:
+class OpenAIChatClient(Pooled):
     """A :class:`ChatClient` for any OpenAI-compatible ``/chat/completions`` endpoint.
 
     Example, against a local Ollama::
@@ -182,7 +148,7 @@ class OpenAIChatClient:
             ``httpx2.AsyncClient``, or ``send_reasoning=True`` for OpenAI's API.
     """
 
-    model: str = attrs.field(validator=_model_name)
+    model: str = attrs.field(validator=check_model)
     """The model name sent with every request."""
     base_url: str = attrs.field(default=None, kw_only=True, converter=_base_url)
     """The API root; requests go to ``{base_url}/chat/completions``."""
@@ -199,10 +165,10 @@ class OpenAIChatClient:
     )
     """Request fields sent with every request."""
     _extra_headers: Mapping[str, str] = attrs.field(
-        default=None, kw_only=True, converter=_headers, alias="headers"
+        default=None, kw_only=True, converter=checked_headers, alias="headers"
     )
     _http_client: httpx2.AsyncClient | None = attrs.field(
-        default=None, kw_only=True, validator=_http_client
+        default=None, kw_only=True, validator=check_http_client
     )
     send_reasoning: bool | None = attrs.field(default=None, kw_only=True, validator=_send_reasoning)
     """Whether reasoning goes back to the server: ``None`` decides per :attr:`family`."""
@@ -239,41 +205,6 @@ class OpenAIChatClient:
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
         return f"OpenAIChatClient({self.model!r}, base_url={self.base_url!r}{key})"
-
-    # -- connections ---------------------------------------------------------------------------
-
-    async def __aenter__(self) -> OpenAIChatClient:
-        """Open a connection pool that the runs inside the block share.
-
-        Cancellation: nothing is opened until this returns.
-        """
-        if self._pool is not None:
-            raise RuntimeError("this OpenAIChatClient is already open; enter it once at a time")
-        if self._http_client is None:
-            self._pool = self._new_http_client()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        """Close the connection pool (see :meth:`aclose`).
-
-        Cancellation: the connections are closed all the same.
-        """
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the pool opened by ``async with`` (a client passed as ``http_client`` stays
-        open). Cancellation: the connections are closed anyway (httpx2 shields the close)."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.aclose()
-
-    def _new_http_client(self) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(timeout=self.timeout)
 
     # -- the ChatClient surface ----------------------------------------------------------------
 
@@ -337,9 +268,7 @@ class OpenAIChatClient:
         """
         content = encode_json(self.request_body(messages, options))
         async with AsyncExitStack() as stack:
-            http = self._http_client if self._http_client is not None else self._pool
-            if http is None:
-                http = await stack.enter_async_context(self._new_http_client())
+            http = await self._http(stack)
 
             def build() -> httpx2.Request:
                 request = http.build_request(

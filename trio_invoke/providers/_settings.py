@@ -1,0 +1,153 @@
+"""What the HTTP chat clients share of their settings and their connections.
+
+The validators and converters of the settings every HTTP client has (the model name, the API
+root and key from the environment, headers, ``model_options`` that may not set what the client
+owns, an ``http_client`` of the caller's) and :class:`Pooled`, the connection pool that
+``async with client:`` opens for the runs inside it. Each client is an attrs class that uses
+these; its own settings stay in its module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from contextlib import AsyncExitStack
+from types import MappingProxyType, TracebackType
+from typing import Any, Self
+
+import attrs
+
+from .._exceptions import ConfigurationError
+
+try:
+    import httpx2
+except ImportError as exc:  # pragma: no cover - the extras sessions import this without httpx2
+    raise ImportError(
+        "trio_invoke's HTTP clients need httpx2, which is not installed: "
+        'pip install "trio_invoke[openai]"'
+    ) from exc
+
+__all__ = [
+    "Pooled",
+    "api_key_from",
+    "base_url_from",
+    "check_http_client",
+    "check_model",
+    "checked_headers",
+    "checked_options",
+]
+
+
+def check_model(_: object, __: attrs.Attribute[Any], value: object) -> None:
+    """A validator: the model name is a non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"model must be a non-empty string, got {value!r}")
+
+
+def base_url_from(value: str | None, *, env: str, default: str, example: str) -> str:
+    """The API root: ``value``, else the ``env`` variable, else ``default``; an http(s) URL
+    without a trailing slash (``example`` shows one in the error)."""
+    base = value if value is not None else os.environ.get(env, "")
+    if not isinstance(base, str):
+        raise ConfigurationError(f"base_url must be a string, got {base!r}")
+    base = (base or default).rstrip("/")
+    try:
+        parsed = httpx2.URL(base)
+    except httpx2.InvalidURL as exc:
+        raise ConfigurationError(f"base_url {base!r} is not a valid URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigurationError(f"base_url must be an http(s) URL such as {example}, got {base!r}")
+    return base
+
+
+def api_key_from(value: str | None, *, env: str) -> str | None:
+    """The API key: ``value``, else the ``env`` variable; ``None`` when there is none."""
+    key = value if value is not None else os.environ.get(env)
+    if key is not None and not isinstance(key, str):
+        raise ConfigurationError("api_key must be a string")  # never show a key
+    return key or None
+
+
+def checked_options(
+    options: Mapping[str, Any] | None, *, reserved: Collection[str], owned: str
+) -> Mapping[str, Any]:
+    """``model_options`` as a read-only mapping; setting a ``reserved`` field is an error whose
+    message ends with ``owned`` (where those fields come from instead)."""
+    options = options or {}
+    if not isinstance(options, Mapping):
+        raise ConfigurationError(f"model_options must be a mapping, got {options!r}")
+    clash = sorted(set(reserved).intersection(options))
+    if clash:
+        raise ConfigurationError(
+            f"model_options may not set {', '.join(clash)}: the client sets "
+            f"{'it' if len(clash) == 1 else 'them'} ({owned})"
+        )
+    return MappingProxyType(dict(options))
+
+
+def checked_headers(value: Mapping[str, str] | None) -> Mapping[str, str]:
+    """Extra headers as a read-only mapping of strings."""
+    headers = dict(value or {})
+    for name, text in headers.items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise ConfigurationError(f"headers must map strings to strings, got {name!r}")
+    return MappingProxyType(headers)
+
+
+def check_http_client(_: object, __: attrs.Attribute[Any], value: object) -> None:
+    """A validator: ``http_client`` is ``None`` or an ``httpx2.AsyncClient``."""
+    if value is not None and not isinstance(value, httpx2.AsyncClient):
+        raise ConfigurationError(
+            f"http_client must be an httpx2.AsyncClient, got {type(value).__module__}."
+            f"{type(value).__name__}"
+        )
+
+
+class Pooled:
+    """The connections of an HTTP chat client: the caller's ``http_client``, the pool that
+    ``async with client:`` opened, or, for a run outside both, a client of the run's own.
+
+    A mixin of the attrs client classes, which define the attributes below.
+    """
+
+    timeout: httpx2.Timeout
+    _http_client: httpx2.AsyncClient | None
+    _pool: httpx2.AsyncClient | None
+
+    async def __aenter__(self) -> Self:
+        """Open a connection pool that the runs inside the block share.
+
+        Cancellation: nothing is opened until this returns.
+        """
+        if self._pool is not None:
+            name = type(self).__name__
+            raise RuntimeError(f"this {name} is already open; enter it once at a time")
+        if self._http_client is None:
+            self._pool = httpx2.AsyncClient(timeout=self.timeout)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Close the connection pool (see :meth:`aclose`).
+
+        Cancellation: the connections are closed all the same.
+        """
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pool opened by ``async with`` (a client passed as ``http_client`` stays
+        open). Cancellation: the connections are closed anyway (httpx2 shields the close)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.aclose()
+
+    async def _http(self, stack: AsyncExitStack) -> httpx2.AsyncClient:
+        """The client a run sends with; one of the run's own is closed with ``stack``."""
+        http = self._http_client if self._http_client is not None else self._pool
+        if http is None:
+            http = await stack.enter_async_context(httpx2.AsyncClient(timeout=self.timeout))
+        return http
