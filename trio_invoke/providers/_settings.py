@@ -10,7 +10,7 @@ these; its own settings stay in its module.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AsyncExitStack
 from types import MappingProxyType, TracebackType
 from typing import Any, Self
@@ -18,6 +18,7 @@ from typing import Any, Self
 import attrs
 
 from .._exceptions import ConfigurationError
+from ._http import Describe, EventDecoder, RetryPolicy, SSEStream, encode_json, send
 
 try:
     import httpx2
@@ -110,7 +111,11 @@ class Pooled:
     A mixin of the attrs client classes, which define the attributes below.
     """
 
+    url: str
     timeout: httpx2.Timeout
+    on_retry: Callable[[Exception, int, float], object] | None
+    _headers: dict[str, str]
+    _retry: RetryPolicy
     _http_client: httpx2.AsyncClient | None
     _pool: httpx2.AsyncClient | None
 
@@ -144,6 +149,38 @@ class Pooled:
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.aclose()
+
+    async def _post(
+        self,
+        http: httpx2.AsyncClient,
+        body: Mapping[str, Any],
+        decoder: EventDecoder,
+        describe: Describe,
+    ) -> tuple[httpx2.Response, SSEStream]:
+        """POST ``body`` as JSON to :attr:`url` (with the retries of ``_retry``) and return the
+        response and the stream of updates ``decoder`` makes of its body; the caller closes both.
+
+        Cancellation: a cancelled send or retry wait sends nothing more; no response is open.
+        """
+        content = encode_json(body)
+
+        def build() -> httpx2.Request:
+            request = http.build_request(
+                "POST", self.url, content=content, headers=self._headers, timeout=self.timeout
+            )
+            request.headers["Content-Type"] = "application/json"
+            return request
+
+        response = await send(
+            http,
+            build,
+            url=self.url,
+            timeouts=self.timeout,
+            retry=self._retry,
+            describe=describe,
+            on_retry=self.on_retry,
+        )
+        return response, SSEStream(response, decoder, url=self.url, timeout=self.timeout)
 
     async def _http(self, stack: AsyncExitStack) -> httpx2.AsyncClient:
         """The client a run sends with; one of the run's own is closed with ``stack``."""

@@ -45,7 +45,7 @@ except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-im
         'pip install "trio_invoke[anthropic]"'
     ) from exc
 
-from .._http import RetryPolicy, SSEStream, checked_timeout, encode_json, send
+from .._http import RetryPolicy, SSEStream, checked_timeout
 from .._settings import (
     Pooled,
     api_key_from,
@@ -345,25 +345,7 @@ class AnthropicChatClient(Pooled):
     async def _open(
         self, http: httpx2.AsyncClient, body: Mapping[str, Any], decoder: AnthropicDecoder
     ) -> tuple[httpx2.Response, SSEStream]:
-        content = encode_json(body)
-
-        def build() -> httpx2.Request:
-            request = http.build_request(
-                "POST", self.url, content=content, headers=self._headers, timeout=self.timeout
-            )
-            request.headers["Content-Type"] = "application/json"
-            return request
-
-        response = await send(
-            http,
-            build,
-            url=self.url,
-            timeouts=self.timeout,
-            retry=self._retry,
-            describe=error_description,
-            on_retry=self.on_retry,
-        )
-        return response, SSEStream(response, decoder, url=self.url, timeout=self.timeout)
+        return await self._post(http, body, decoder, error_description)
 
 
 class _Turn:

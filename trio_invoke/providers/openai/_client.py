@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-im
         'OpenAIChatClient needs httpx2, which is not installed: pip install "trio_invoke[openai]"'
     ) from exc
 
-from .._http import RetryPolicy, SSEStream, checked_timeout, encode_json, send
+from .._http import RetryPolicy, checked_timeout
 from .._settings import (
     Pooled,
     api_key_from,
@@ -266,27 +266,10 @@ class OpenAIChatClient(Pooled):
         closes the HTTP response and its connection before the block exits; updates not yet
         received are lost. A cancelled retry wait sends nothing more.
         """
-        content = encode_json(self.request_body(messages, options))
+        body = self.request_body(messages, options)
         async with AsyncExitStack() as stack:
             http = await self._http(stack)
-
-            def build() -> httpx2.Request:
-                request = http.build_request(
-                    "POST", self.url, content=content, headers=self._headers, timeout=self.timeout
-                )
-                request.headers["Content-Type"] = "application/json"
-                return request
-
-            response = await send(
-                http,
-                build,
-                url=self.url,
-                timeouts=self.timeout,
-                retry=self._retry,
-                describe=error_message,
-                on_retry=self.on_retry,
-            )
+            response, stream = await self._post(http, body, ChunkDecoder(), error_message)
             stack.push_async_callback(response.aclose)
-            stream = SSEStream(response, ChunkDecoder(), url=self.url, timeout=self.timeout)
             stack.push_async_callback(stream.aclose)
             yield stream
