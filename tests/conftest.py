@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+import trio
+from sse_server import SSEServer
 
 import trio_invoke
 
@@ -36,3 +38,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"trio_invoke was imported from the checkout ({PACKAGE}), not the installed wheel"
         )
+
+
+@pytest.fixture
+async def server(nursery: trio.Nursery) -> SSEServer:
+    """A loopback HTTP server replaying scripted SSE bodies (``tests/sse_server.py``), stopped
+    with the test."""
+    srv = SSEServer()
+    await nursery.start(srv.serve)
+    return srv

@@ -10,8 +10,11 @@ client goes away. The server records every request and counts connections.
 
 from __future__ import annotations
 
+import gc
 import http
+import itertools
 import json
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -19,6 +22,8 @@ from typing import Any, Literal
 import attrs
 import trio
 import trio.testing
+
+from trio_invoke import AgentResponseUpdate, ChatClient, ChatMessage, RunOptions
 
 
 @attrs.define
@@ -209,3 +214,47 @@ async def _read_request(stream: trio.SocketStream, buffer: bytearray) -> Request
     body = bytes(buffer[:length])
     del buffer[:length]
     return Request(method, path, headers, body)
+
+
+# -- helpers of the HTTP clients' tests --------------------------------------------------------
+
+WEATHER = (ChatMessage.user("What's the weather in Paris?"),)
+
+
+def cut(raw: bytes, size: int = 7) -> list[bytes]:
+    """``raw`` in pieces of ``size`` bytes, also cut after the first byte of every multi-byte
+    UTF-8 character: cuts land mid-line, mid-field and mid-character."""
+    points = set(range(size, len(raw), size))
+    points |= {i + 1 for i, byte in enumerate(raw) if byte >= 0xC0}
+    bounds = [0, *sorted(points), len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def cuts_inside_a_character(pieces: Sequence[bytes]) -> int:
+    """How many piece boundaries fall inside a UTF-8 character."""
+    return sum(1 for piece in pieces[1:] if piece and 0x80 <= piece[0] < 0xC0)
+
+
+async def stream_updates(
+    client: ChatClient,
+    messages: Sequence[ChatMessage] = WEATHER,
+    options: RunOptions | None = None,
+    into: list[AgentResponseUpdate] | None = None,
+) -> list[AgentResponseUpdate]:
+    """Every update of one run; with ``into``, updates land there as they come (so a test can
+    see what arrived before an exception)."""
+    updates = [] if into is None else into
+    with trio.fail_after(20):
+        async with client.run(messages, options) as stream:
+            async for update in stream:
+                updates.append(update)
+    return updates
+
+
+def no_resource_warnings() -> None:
+    """Collect garbage and assert that nothing warned of a resource left open."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, [str(w.message) for w in leaks]

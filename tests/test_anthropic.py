@@ -4,12 +4,8 @@ request, errors and retries, cancellation, ``pause_turn``, and whole tool loops 
 
 from __future__ import annotations
 
-import gc
-import itertools
 import json
 import sys
-import warnings
-from collections.abc import Sequence
 from typing import Any
 
 import httpx2
@@ -34,7 +30,15 @@ from anthropic_streams import (
     tool_block,
 )
 from recorded import recorded, recorded_json
-from sse_server import Reply, Request, SSEServer
+from sse_server import (
+    Reply,
+    Request,
+    SSEServer,
+    cut,
+    cuts_inside_a_character,
+    no_resource_warnings,
+    stream_updates,
+)
 
 import trio_invoke
 from trio_invoke import (
@@ -66,19 +70,6 @@ USER = [ChatMessage.user("What's the weather in Paris?")]
 THINK = {"type": "enabled", "budget_tokens": 2048}
 
 
-def cut(raw: bytes, size: int = 7) -> list[bytes]:
-    """``raw`` in pieces of ``size`` bytes, also cut after the first byte of every multi-byte
-    UTF-8 character: cuts land mid-line, mid-field and mid-character."""
-    points = set(range(size, len(raw), size))
-    points |= {i + 1 for i, byte in enumerate(raw) if byte >= 0xC0}
-    bounds = [0, *sorted(points), len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(bounds)]
-
-
-def cuts_inside_a_character(pieces: Sequence[bytes]) -> int:
-    return sum(1 for piece in pieces[1:] if piece and 0x80 <= piece[0] < 0xC0)
-
-
 def error_body(kind: str, message: str) -> dict[str, Any]:
     return {
         "type": "error",
@@ -93,39 +84,10 @@ def _no_anthropic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
 
-@pytest.fixture
-async def server(nursery: trio.Nursery) -> SSEServer:
-    srv = SSEServer()
-    await nursery.start(srv.serve)
-    return srv
-
-
 def client_for(server: SSEServer, **kwargs: Any) -> AnthropicChatClient:
     kwargs.setdefault("retry_backoff", 0.0)
     kwargs.setdefault("api_key", "sk-ant-test")
     return AnthropicChatClient("claude-test", base_url=server.root, **kwargs)
-
-
-async def stream_updates(
-    client: ChatClient,
-    messages: Sequence[ChatMessage] = USER,
-    options: RunOptions | None = None,
-    into: list[AgentResponseUpdate] | None = None,
-) -> list[AgentResponseUpdate]:
-    updates = [] if into is None else into
-    with trio.fail_after(20):
-        async with client.run(messages, options) as stream:
-            async for update in stream:
-                updates.append(update)
-    return updates
-
-
-def no_resource_warnings() -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        gc.collect()
-    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
-    assert not leaks, [str(w.message) for w in leaks]
 
 
 # -- the request ---------------------------------------------------------------------------------

@@ -4,10 +4,8 @@ deadline on a streamed body, httpx2 on Trio. Real HTTP over loopback (tests/sse_
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import math
-import warnings
 from typing import Any
 
 import httpx2
@@ -15,7 +13,7 @@ import pytest
 import sniffio
 import trio
 import trio.testing
-from sse_server import Reply, SSEServer
+from sse_server import Reply, SSEServer, no_resource_warnings
 
 from trio_invoke import (
     ChatMessage,
@@ -39,13 +37,6 @@ def _no_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
-@pytest.fixture
-async def server(nursery: trio.Nursery) -> SSEServer:
-    srv = SSEServer()
-    await nursery.start(srv.serve)
-    return srv
-
-
 def data(payload: dict[str, Any] | str) -> bytes:
     text = payload if isinstance(payload, str) else json.dumps(payload)
     return f"data: {text}\n\n".encode()
@@ -56,14 +47,6 @@ def delta(content: str | None = None, finish: str | None = None, **fields: Any) 
     if content is not None:
         body["content"] = content
     return data({"choices": [{"index": 0, "delta": body, "finish_reason": finish}]})
-
-
-def no_resource_warnings() -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        gc.collect()
-    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
-    assert not leaks, [str(w.message) for w in leaks]
 
 
 async def collect(model: OpenAIChatClient, into: list[AgentResponseUpdate]) -> None:
