@@ -33,7 +33,7 @@ from .._messages import ChatMessage, MessageRole
 from .._middleware import ToolMiddleware
 from .._options import RunOptions
 from .._threads import ToolThreads
-from .._tools import Tool, ToolDefinition, check_tool
+from .._tools import Tool, check_tool
 from .._updates import Error, Finish, ToolApprovalRequest
 from ._channels import reraise_single
 from ._hooks import Observer
@@ -44,6 +44,8 @@ from ._run import Delivery, Run
 from ._stream import ChatResponse, InvocationStream
 
 __all__ = ["FunctionInvokingChatClient"]
+
+_NO_OPTIONS = RunOptions()
 
 
 def _merge_tools(static: Mapping[str, Entry], provider: Iterable[Tool]) -> dict[str, Entry]:
@@ -221,6 +223,9 @@ class FunctionInvokingChatClient:
             if tool.name in self._tools:
                 raise ConfigurationError(f"two tools are named {tool.name!r}; names must be unique")
             self._tools[tool.name] = Entry.of(tool)
+        self._inner_options = RunOptions(
+            tools=tuple(entry.definition for entry in self._tools.values())
+        )
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -259,21 +264,27 @@ class FunctionInvokingChatClient:
     async def _run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None
     ) -> AsyncIterator[InvocationStream]:
-        options = options or RunOptions()
+        if options is None:
+            options = _NO_OPTIONS
         conversation = _checked_messages(messages)
-        tools = _merge_tools(self._tools, options.provider_tools)
+        tools = self._tools
+        if options.provider_tools:
+            tools = _merge_tools(tools, options.provider_tools)
         pending = pending_calls(conversation)
         decisions = match_approvals(
             pending,
             lambda call: call.name in tools and tools[call.name].tool.requires_approval,
             options.tool_approval_responses,
         )
-        inner_options = options.evolve(
-            tools=tuple(ToolDefinition.of(entry.tool) for entry in tools.values()),
-            tool_approval_responses=(),
-            provider_tools=(),
-            cancel_scope=None,
-        )
+        if options is _NO_OPTIONS:
+            inner_options = self._inner_options  # the model's options when the caller gives none
+        else:
+            inner_options = options.evolve(
+                tools=tuple(entry.definition for entry in tools.values()),
+                tool_approval_responses=(),
+                provider_tools=(),
+                cancel_scope=None,
+            )
         send: trio.MemorySendChannel[Delivery]
         receive: trio.MemoryReceiveChannel[Delivery]
         send, receive = trio.open_memory_channel(EVENT_BUFFER)  # [T](n) costs a typing call
@@ -296,9 +307,13 @@ class FunctionInvokingChatClient:
         try:
             async with trio.open_nursery() as nursery:
                 with self._tool_threads.installed():  # for the run's tasks, started here
-                    await nursery.start(run.drive, options.cancel_scope, pending, decisions)
+                    if options.cancel_scope is None:  # the run's own scope: nothing to check
+                        nursery.start_soon(run.drive, None, pending, decisions)
+                    else:  # the caller's: entered (or refused) before the caller goes on
+                        await nursery.start(run.drive, options.cancel_scope, pending, decisions)
                 yield stream
-                nursery.cancel_scope.cancel()  # left early: stop whatever still runs
+                if not stream._ended:  # left early: stop whatever still runs
+                    nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             reraise_single(group)
         finally:

@@ -7,7 +7,8 @@ A round opens a nursery and two memory channels, standing in for the seed's mpsc
   puts every update into ``events``, accumulates the calls by id and holds back the model's
   ``Finish``. When the response is over it sends the round's :class:`Turn` -- the assistant
   message, its calls and the round's reason -- once into ``messages``, and starts each call as a
-  sibling task in the round's nursery.
+  sibling task in the round's nursery; the first call not yet started it runs itself (its work
+  is done, so it becomes that call's task: one task fewer per round).
 * Each **call** task holds its own ``clone()`` of the ``events`` send channel and closes it once
   its ``ToolCalled`` is in. So the receiver's ``EndOfChannel`` means that every task of the round
   is done: the round ends by structure, not by counting.
@@ -223,9 +224,16 @@ class Round:
                     self._started.add(call.id)
                     await self._report(await self._answer(call), events)
                 return
-            for call in calls:
-                if call.id not in self._started:
-                    self._start(call, events, nursery)
+            waiting = [call for call in calls if call.id not in self._started]
+            if not waiting:
+                return
+            for call in waiting[1:]:
+                self._start(call, events, nursery)
+            # The consumer's work is done: it becomes the first waiting call's task (one task
+            # fewer per round), a sibling of the others, its result put into its own ``events``.
+            first = waiting[0]
+            self._started.add(first.id)
+            await self._report(await self._answer(first), events)
 
     async def _stream(self, events: Events, nursery: trio.Nursery) -> FinishReason:
         """Put the inner client's updates into ``events``, accumulating calls; hold back its

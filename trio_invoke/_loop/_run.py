@@ -10,8 +10,8 @@ in ``.messages`` has exactly one tool message, and every tool message one ``Tool
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
@@ -105,19 +105,12 @@ class Run:
         Raises:
             ConfigurationError: ``cancel_scope`` was entered before (before ``started``).
         """
-        scope = cancel_scope if cancel_scope is not None else trio.CancelScope()
+        scope = trio.CancelScope() if cancel_scope is None else _Fresh(cancel_scope)
         not_started = started = CANCELLED
         entered = False
-        async with self.send:
+        with self.send:  # closed without a schedule point: the caller's stream ends here
             try:
-                with contextlib.ExitStack() as stack:
-                    try:
-                        stack.enter_context(scope)
-                    except RuntimeError as exc:
-                        raise ConfigurationError(
-                            f"RunOptions.cancel_scope {scope!r} was already entered: a cancel "
-                            "scope can be entered once, so give each run a fresh one"
-                        ) from exc
+                with scope:
                     entered = True
                     task_status.started()
                     await self._loop(pending, decisions)
@@ -193,3 +186,32 @@ class Run:
     async def _finish(self, reason: FinishReason) -> None:
         self._observed(reason, None)
         await send(self.send, Finish(reason, self.usage))
+
+
+@attrs.define
+class _Fresh:
+    """A caller's cancel scope, entered as the run's own: one entered before is a
+    :class:`ConfigurationError` (a scope can be entered once), raised before ``started``."""
+
+    scope: trio.CancelScope
+
+    @property
+    def cancelled_caught(self) -> bool:
+        return self.scope.cancelled_caught
+
+    def __enter__(self) -> trio.CancelScope:
+        try:
+            return self.scope.__enter__()
+        except RuntimeError as exc:
+            raise ConfigurationError(
+                f"RunOptions.cancel_scope {self.scope!r} was already entered: a cancel scope "
+                "can be entered once, so give each run a fresh one"
+            ) from exc
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        return self.scope.__exit__(kind, value, traceback)

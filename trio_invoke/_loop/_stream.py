@@ -54,6 +54,9 @@ class InvocationStream:
     _run: Run
     _round: trio.MemoryReceiveChannel[AgentResponseUpdate] | None = None
     """The events channel of the round being read, if one is."""
+    _ended: bool = attrs.field(default=False, init=False)
+    """The run's channel is exhausted: the run's driver is done (it holds the channel's only
+    send end to its last line), and with it every task of the run."""
 
     def __aiter__(self) -> InvocationStream:
         return self
@@ -93,6 +96,7 @@ class InvocationStream:
                 return item
 
     def _end(self) -> NoReturn:
+        self._ended = True
         failure, self._run.failure = self._run.failure, None
         if failure is not None:
             raise failure from failure.__cause__  # keep its cause, drop EndOfChannel
