@@ -176,6 +176,43 @@ async def test_calls_run_concurrently_and_report_in_completion_order(
     ]  # call order
 
 
+@pytest.mark.parametrize("calls", [1, 2, 5])
+@pytest.mark.parametrize("eager", [False, True])
+async def test_every_call_of_a_round_runs_at_once_each_in_its_own_task(
+    calls: int, eager: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Each call waits until all of them have started: a call that only started after another
+    # one finished (run in line before its siblings were started) would hang here.
+    started: list[trio.lowlevel.Task] = []
+    everyone = trio.Event()
+
+    @tool
+    async def meet(i: int) -> str:
+        """Wait for the others."""
+        started.append(trio.lowlevel.current_task())
+        if len(started) == calls:
+            everyone.set()
+        await everyone.wait()
+        return f"met {i}"
+
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(
+                *(ToolCall(f"c{i}", "meet", json.dumps({"i": i})) for i in range(calls))
+            ),
+            "done",
+        ]
+    )
+    agent = FunctionInvokingChatClient(model, [meet], eager_tools=eager)
+    with trio.fail_after(10):
+        result = await run_to_completion(agent, USER)
+    assert len(set(started)) == calls  # one task per call
+    assert trio.lowlevel.current_task() not in started
+    assert [m.content for m in result.messages if m.role is MessageRole.TOOL] == [
+        f"met {i}" for i in range(calls)
+    ]
+
+
 async def test_call_order_is_order_of_first_start_with_interleaved_streams() -> None:
     updates = [
         ToolCallStart("b", "echo"),
@@ -713,6 +750,25 @@ class _Gated:
         self.model.reached.set()
         await trio.sleep_forever()
         yield TextDelta("never")  # pragma: no cover
+
+
+async def test_a_caller_cancelled_while_waiting_for_an_update_gets_a_bare_cancelled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The stream waits for the next update outside its ``except WouldBlock``: an exception that
+    # ends the wait has no internal WouldBlock as its context (nor is one kept alive meanwhile).
+    contexts: list[BaseException | None] = []
+    client = FunctionInvokingChatClient(GatedModel(TextDelta("one")), [add])
+    with trio.fail_after(10):
+        async with client.run(USER) as stream:
+            assert await stream.__anext__() == TextDelta("one")
+            with trio.move_on_after(1):
+                try:
+                    await stream.__anext__()
+                except trio.Cancelled as exc:
+                    contexts.append(exc.__context__)
+                    raise
+    assert contexts == [None]
 
 
 async def test_cancel_mid_stream_keeps_text_and_answers_completed_calls(

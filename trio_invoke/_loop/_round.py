@@ -14,7 +14,8 @@ A round opens a nursery and two memory channels, standing in for the seed's mpsc
   is done: the round ends by structure, not by counting.
 * The caller's stream receives from ``events`` directly, with no task in between, as the seed's
   stream polls its receiver. The **loop side** (:meth:`Round.play`, in the task that owns the
-  run) takes the turn from ``messages``, then waits for the nursery's exit.
+  run) waits for the nursery's exit, then takes the turn from ``messages`` (it is there: the
+  consumer sends it before it runs a call, and a consumer that failed fails the nursery).
 
 Each piece of state has one writer: the consumer feeds the accumulator and claims calls
 (``_started``); each call task records its own result once it is in ``events`` (``_results``);
@@ -129,12 +130,9 @@ class Round:
         await send(self.run.send, receive)  # the caller's stream reads this round from here on
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._consume, events, turns, nursery)
-            try:  # noqa: SIM105 -- per round: no context manager object on the hot path
-                self._turn = await self._turns.receive()  # the seed's msg_rx: the response is over
-            except trio.EndOfChannel:
-                pass  # the consumer failed: the nursery raises what it raised
-        turn = self._turn
-        assert turn is not None, "the consumer ends every round with its turn"
+        # Every task of the round is done (had one failed, the nursery would have raised): the
+        # turn is in ``messages``, sent once, and taken here without a wait (the seed's msg_rx).
+        turn = self._turn = self._turns.receive_nowait()
         failed = stopped = 0
         for called in self._results.values():
             failed += called.is_error
@@ -253,6 +251,7 @@ class Round:
             observed = run.observation.chat(run.inner, seen, options)
         finish: Finish | None = None
         add, checkpoint_if_cancelled = accumulator.add, trio.lowlevel.checkpoint_if_cancelled
+        put, full = events.send_nowait, trio.WouldBlock
         try:
             async with run.inner.run(seen, options) as updates:
                 async for update in updates:
@@ -269,7 +268,12 @@ class Round:
                     # A cancellation point per update, as ``send`` is: the inner stream may
                     # never yield (a scripted one does not).
                     await checkpoint_if_cancelled()
-                    if not offer(events, update):
+                    try:  # as ``offer``, without its call on the path of every update
+                        put(update)
+                        waits = False
+                    except full:
+                        waits = True
+                    if waits:  # (awaited outside the ``except``: no exception pinned meanwhile)
                         await events.send(update)
                     ended = add(update)  # after the send: the transcript holds
                     if eager:  # only what goes to the caller

@@ -75,17 +75,29 @@ class InvocationStream:
         # once per buffer-full), but every call stays a cancellation point: there is no public
         # "cancel point without a yield", hence trio.lowlevel.
         await trio.lowlevel.checkpoint_if_cancelled()
+        events = self._round
+        if events is not None:  # the common case: the round has an update ready
+            try:
+                return events.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
+                pass
+        return await self._next()
+
+    async def _next(self) -> AgentResponseUpdate:
         while True:
             source = self._round if self._round is not None else self._receive
+            waits = False
             try:
                 item = source.receive_nowait()
             except trio.WouldBlock:
+                waits = True  # waited for below, not in here: no exception pinned meanwhile
+            except trio.EndOfChannel:
+                item = None
+            if waits:
                 try:
                     item = await source.receive()
                 except trio.EndOfChannel:
                     item = None
-            except trio.EndOfChannel:
-                item = None
             if item is None:  # the round is over (every task of it), or the run is
                 if source is self._receive:
                     self._end()
