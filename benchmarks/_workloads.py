@@ -260,7 +260,7 @@ def rounds(ctx: Context) -> Outcome:
                 f"per round, {count} rounds of 1 call",
                 m.library_median / count,
                 m.floor_median / count,
-                target=1.5,
+                target=1.0,
                 data=m,
                 note=f"one run of {count} tool rounds and a final answer, divided by {count}",
             )

@@ -395,6 +395,13 @@ class _Validator:
         self._seed = _SeedChecks(schema)
 
     def __call__(self, args: Any) -> None:
+        if type(args) is dict:  # the common case: an object that passes, in one call
+            try:
+                self._full(args)
+            except Exception:  # reported in full by _check below
+                pass
+            else:
+                return
         try:
             self._check(args)
         except ArgumentsError:

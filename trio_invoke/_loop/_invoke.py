@@ -136,8 +136,11 @@ async def invoke(
         return ToolCalled(
             call, f"Error: unknown tool {call.name!r}. Available tools: {available}", is_error=True
         )
-    edited = _replacement(call, decision)
-    note = "" if edited is call else f"[arguments replaced by the user: {edited.arguments}] "
+    edited, note = call, ""
+    if decision is not None:
+        edited = _replacement(call, decision)
+        if edited is not call:
+            note = f"[arguments replaced by the user: {edited.arguments}] "
     try:
         arguments = parse_arguments(edited.arguments)
         entry.validate(arguments)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
@@ -220,7 +220,7 @@ class Round:
             if self.run.sequential:
                 for call in calls:
                     self._started.add(call.id)
-                    await self._report(await self._answer(call), events)
+                    await self._answer_into(call, events)
                 return
             waiting = [call for call in calls if call.id not in self._started]
             if not waiting:
@@ -231,7 +231,7 @@ class Round:
             # fewer per round), a sibling of the others, its result put into its own ``events``.
             first = waiting[0]
             self._started.add(first.id)
-            await self._report(await self._answer(first), events)
+            await self._answer_into(first, events)
 
     async def _stream(self, events: Events, nursery: trio.Nursery) -> FinishReason:
         """Put the inner client's updates into ``events``, accumulating calls; hold back its
@@ -322,28 +322,37 @@ class Round:
         closed -- the last one closed ends the round."""
         with events:
             called = await self._answer(call)
-            if not offer(events, called):  # as _report, without its coroutine on this path
+            if not offer(events, called):  # as _answer_into, one coroutine fewer per call
                 await events.send(called)
             self._results[called.call.id] = called
 
-    async def _answer(self, call: ToolCall) -> ToolCalled:
+    async def _answer_into(self, call: ToolCall, events: Events) -> None:
+        """Answer ``call`` and put its result into ``events``; once it is in, it is the call's
+        result."""
+        called = await self._answer(call)
+        if not offer(events, called):
+            await events.send(called)
+        self._results[called.call.id] = called
+
+    def _answer(self, call: ToolCall) -> Awaitable[ToolCalled]:
+        """The call's answer, to await: its result, or why it is not run (a coroutine of its
+        own only for a call that runs)."""
         if self.plan.withheld is not None:
-            return not_run(call, self.plan.withheld)
+            return _ready(not_run(call, self.plan.withheld))
         if not self.run.policy.allows(self._position(call)):
-            return not_run(call, BUDGET_SPENT)
-        return await invoke(
+            return _ready(not_run(call, BUDGET_SPENT))
+        return invoke(
             call, self.run.tools, self.run.limits, self.decisions.get(call.id), self._site
         )
-
-    async def _report(self, called: ToolCalled, events: Events) -> None:
-        """Put a call's result into ``events``; once it is in, it is the call's result."""
-        await send(events, called)
-        self._results[called.call.id] = called
 
     def _position(self, call: ToolCall) -> int:
         if self.accumulator is not None:
             return self.accumulator.position(call.id)
         return self._positions[call.id]
+
+
+async def _ready(called: ToolCalled) -> ToolCalled:
+    return called
 
 
 def _failure(run: Run, exc: BaseException) -> BaseException:
