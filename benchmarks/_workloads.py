@@ -42,6 +42,7 @@ from trio_invoke.testing import tool_call_updates
 
 from ._floor import floor_run
 from ._harness import Measured, Row, Settings, Side, measure_pair
+from ._skeleton import skeleton_run
 
 __all__ = ["WORKLOADS", "Context", "Outcome"]
 
@@ -134,6 +135,23 @@ class Context:
 
             async def run() -> None:
                 async with client.run(USER) as stream:
+                    async for _ in stream:
+                        pass
+
+            return run
+
+        return setup
+
+    @staticmethod
+    def skeleton(script: Script, tools: Sequence[Tool]) -> Side:
+        """The round's structure alone (:mod:`benchmarks._skeleton`), in the library's place."""
+        by_name = {t.name: t for t in tools}
+
+        def setup() -> Callable[[], Any]:
+            model = ScriptedChatClient(script)
+
+            async def run() -> None:
+                async with skeleton_run(model, USER, by_name) as stream:
                     async for _ in stream:
                         pass
 
@@ -251,8 +269,13 @@ def fan_out(ctx: Context) -> Outcome:
 
 def rounds(ctx: Context) -> Outcome:
     count = 50
+    script = rounds_script(count)
     options = {"max_rounds": count + 1} if ctx.accepts("max_rounds") else {}
-    m = ctx.measure(rounds_script(count), TOOLS, **options)
+    m = ctx.measure(script, TOOLS, **options)
+    _same_updates(script)
+    bare = trio.run(
+        measure_pair, ctx.skeleton(script, TOOLS), ctx.floor(script, TOOLS), ctx.settings
+    )
     return Outcome(
         [
             Row(
@@ -263,9 +286,35 @@ def rounds(ctx: Context) -> Outcome:
                 target=1.0,
                 data=m,
                 note=f"one run of {count} tool rounds and a final answer, divided by {count}",
-            )
+            ),
+            Row(
+                "rounds",
+                "per round, the round's structure alone",
+                bare.library_median / count,
+                bare.floor_median / count,
+                data=bare,
+                note=(
+                    "library column: the skeleton (benchmarks/_skeleton.py), the structure the "
+                    "design fixes for a round -- a nursery, an events channel of 256 and a "
+                    "messages channel of 1, a consumer task that runs the first call and starts "
+                    "the others as sibling tasks, the caller reading each round's channel -- "
+                    "with none of the loop's checks and bookkeeping"
+                ),
+            ),
         ]
     )
+
+
+def _same_updates(script: Script) -> None:
+    """The skeleton gives the caller what the floor does (else it would measure other work)."""
+
+    async def collect(run: Any) -> list[str]:
+        async with run(ScriptedChatClient(script), USER, {t.name: t for t in TOOLS}) as stream:
+            return [type(u).__name__ async for u in stream]
+
+    skeleton, floor = trio.run(collect, skeleton_run), trio.run(collect, floor_run)
+    if Counter(skeleton) != Counter(floor):
+        raise RuntimeError(f"skeleton and floor differ: {Counter(skeleton)} vs {Counter(floor)}")
 
 
 def streaming(ctx: Context) -> Outcome:
