@@ -56,10 +56,8 @@ class ToolCallAccumulator:
     """
 
     __slots__ = (
-        "_calls",
         "_data",
         "_done",
-        "_ended",
         "_open",
         "_positions",
         "_reasoning",
@@ -72,11 +70,9 @@ class ToolCallAccumulator:
         self._reasoning: list[str] = []
         self._reasoning_field: str | None = None  # the wire field of the first piece that said
         self._data: dict[str, dict[str, dict[str, Any]]] = {}  # field -> key -> item
-        self._calls: dict[str, AccumulatedToolCall] = {}  # every started call, in call order
-        self._open: dict[str, list[str]] = {}  # id -> argument pieces of calls still open
-        self._positions: dict[str, int] = {}  # id -> place in call order
+        self._positions: dict[str, int] = {}  # every started call's id -> its place, in order
+        self._open: dict[str, tuple[str, list[str]]] = {}  # id -> (name, argument pieces)
         self._done: dict[str, ToolCall] = {}  # id -> the call, once ended (ToolCall is frozen)
-        self._ended = 0
 
     def add(self, update: AgentResponseUpdate) -> ToolCall | None:
         """Take one update; return the finished call when ``update`` ends one.
@@ -88,10 +84,10 @@ class ToolCallAccumulator:
         if isinstance(update, TextDelta):
             self._text.append(update.text)
         elif isinstance(update, ToolCallArgs):
-            pieces = self._open.get(update.id)
-            if pieces is None:
+            open_call = self._open.get(update.id)
+            if open_call is None:
                 raise StreamProtocolError(self._not_open(update.id, "ToolCallArgs"))
-            pieces.append(update.args_delta)
+            open_call[1].append(update.args_delta)
         elif isinstance(update, ToolCallStart):
             self._start(update)
         elif isinstance(update, ToolCallEnd):
@@ -117,27 +113,26 @@ class ToolCallAccumulator:
             item[name] = text if not isinstance(before, str) else before + text
 
     def _start(self, update: ToolCallStart) -> None:
-        if update.id in self._calls:
+        positions = self._positions
+        if update.id in positions:
             state = "still open" if update.id in self._open else "already ended"
             raise StreamProtocolError(
                 f"second ToolCallStart for tool call id {update.id!r}, which is {state}"
             )
-        self._positions[update.id] = len(self._calls)
-        self._calls[update.id] = AccumulatedToolCall(update.id, update.name)
-        self._open[update.id] = []
+        positions[update.id] = len(positions)
+        self._open[update.id] = (update.name, [])
 
     def _end(self, call_id: str) -> ToolCall:
-        pieces = self._open.pop(call_id, None)
-        if pieces is None:
+        open_call = self._open.pop(call_id, None)
+        if open_call is None:
             raise StreamProtocolError(self._not_open(call_id, "ToolCallEnd"))
-        call = self._calls[call_id]
-        call.arguments = "".join(pieces)
-        self._ended += 1
-        done = self._done[call_id] = call.to_tool_call()
+        name, pieces = open_call
+        # As AccumulatedToolCall.to_tool_call: empty arguments stand for ``{}``.
+        done = self._done[call_id] = ToolCall(call_id, name, "".join(pieces) or "{}")
         return done
 
     def _not_open(self, call_id: str, what: str) -> str:
-        if call_id in self._calls:
+        if call_id in self._positions:
             return f"{what} for tool call id {call_id!r} after its ToolCallEnd"
         return f"{what} for tool call id {call_id!r}, which never started (no ToolCallStart)"
 
@@ -194,9 +189,9 @@ class ToolCallAccumulator:
     def completed(self) -> list[ToolCall]:
         """The calls that have ended, in call order (order of their ``ToolCallStart``)."""
         done = self._done
-        if self._ended == len(self._calls):
-            return [done[call_id] for call_id in self._calls]
-        return [done[call_id] for call_id in self._calls if call_id not in self._open]
+        if not self._open:
+            return [done[call_id] for call_id in self._positions]
+        return [done[call_id] for call_id in self._positions if call_id not in self._open]
 
     def finish(self) -> list[ToolCall]:
         """The response is over: its calls, in call order.

@@ -288,6 +288,8 @@ def to_parts(value: Iterable[ContentPart], where: str = "content") -> tuple[Cont
     Raises:
         TypeError: an item is not a :data:`ContentPart`; the message names its index.
     """
+    if type(value) is tuple and not value:  # the common case: no parts
+        return ()
     parts = tuple(value)
     for index, part in enumerate(parts):
         if not isinstance(part, _PARTS):

@@ -28,7 +28,7 @@ from .._updates import ToolCalled
 from .._validate import compile_validator, parse_arguments
 from ._hooks import RunObservation, ToolObservation
 
-__all__ = ["Entry", "Limits", "Site", "invoke", "not_run"]
+__all__ = ["Entry", "Limits", "Site", "invoke", "not_run", "ready"]
 
 
 @attrs.define(eq=False)
@@ -109,60 +109,100 @@ def _really_cancelled() -> bool:
     return trio.current_effective_deadline() == -math.inf
 
 
-async def invoke(
+def invoke(
     call: ToolCall,
     tools: Mapping[str, Entry],
     limits: Limits,
     decision: ToolApprovalResponse | None = None,
     site: Site = Site(),
-) -> ToolCalled:
-    """Run ``call`` and return its result; never raises except ``Cancelled`` and BaseExceptions.
+) -> Awaitable[ToolCalled]:
+    """Run ``call``: await what this returns for its result, which never raises except
+    ``Cancelled`` and BaseExceptions.
 
     ``decision`` is the user's answer when the call waited for approval: a rejection becomes
     the result, replacement arguments replace the model's (and the result says so). Calls that
-    are rejected, name no tool or have invalid arguments never reach the middleware.
+    are rejected, name no tool or have invalid arguments never reach the middleware. (The checks
+    run at once, without a coroutine; a call with nothing around its tool is the tool's own
+    coroutine and its result, one coroutine in all.)
 
     Cancellation: the tool (and the middleware around it) is cancelled wherever it was (a sync
     tool's thread is abandoned and may still finish); no result is returned, the caller answers
     the call.
     """
     started = trio.current_time()
-    if decision is not None and not decision.approved:
-        reason = f": {decision.reason}" if decision.reason else ""
-        return ToolCalled(call, f"Error: the user rejected this call{reason}", is_error=True)
-    entry = tools.get(call.name)
-    if entry is None:
-        available = ", ".join(tools) or "none"
-        return ToolCalled(
-            call, f"Error: unknown tool {call.name!r}. Available tools: {available}", is_error=True
-        )
     edited, note = call, ""
     if decision is not None:
+        if not decision.approved:
+            reason = f": {decision.reason}" if decision.reason else ""
+            return ready(
+                ToolCalled(call, f"Error: the user rejected this call{reason}", is_error=True)
+            )
         edited = _replacement(call, decision)
         if edited is not call:
             note = f"[arguments replaced by the user: {edited.arguments}] "
+    entry = tools.get(call.name)
+    if entry is None:
+        available = ", ".join(tools) or "none"
+        return ready(
+            ToolCalled(
+                call,
+                f"Error: unknown tool {call.name!r}. Available tools: {available}",
+                is_error=True,
+            )
+        )
     try:
         arguments = parse_arguments(edited.arguments)
         entry.validate(arguments)
     except ArgumentsError as exc:
         text = f"{note}Error: invalid arguments for tool {call.name!r}: {exc}"
-        return ToolCalled(edited, text, is_error=True, exception=exc)
+        return ready(ToolCalled(edited, text, is_error=True, exception=exc))
     timeout = entry.timeout if entry.timeout is not None else limits.timeout
     if (
-        timeout is None
+        not note
+        and timeout is None
         and limits.limiter is None
         and site.observation is None
-        and not (limits.middleware)
-    ):  # nothing around the tool: one coroutine fewer on the per-call path
-        called = await _call_tool(entry.tool, edited, arguments, limits.detailed_errors, started)
-    elif limits.limiter is None:
+        and not limits.middleware
+    ):  # nothing around the tool, nothing to add to its result
+        return _call_tool(entry.tool, edited, arguments, limits.detailed_errors, started)
+    return _around(
+        entry,
+        edited,
+        arguments,
+        note=note,
+        seconds=timeout,
+        limits=limits,
+        site=site,
+        started=started,
+    )
+
+
+async def ready(called: ToolCalled) -> ToolCalled:
+    """``called``, as an awaitable answer."""
+    return called
+
+
+async def _around(
+    entry: Entry,
+    call: ToolCall,
+    arguments: dict[str, Any],
+    *,
+    note: str,
+    seconds: float | None,
+    limits: Limits,
+    site: Site,
+    started: float,
+) -> ToolCalled:
+    """The call with what is around its tool: its limiter, time limit, observer, middleware,
+    and the note of arguments the user replaced."""
+    if limits.limiter is None:
         called = await _timed(
-            entry, edited, arguments, seconds=timeout, limits=limits, site=site, started=started
+            entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
         )
     else:
         async with limits.limiter:  # queueing for the limiter does not count as run time
             called = await _timed(
-                entry, edited, arguments, seconds=timeout, limits=limits, site=site, started=started
+                entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )
     if note or limits.middleware:
         parts = (TextPart(note), *called.parts) if note and called.parts else called.parts

@@ -47,7 +47,7 @@ from .._updates import (
 )
 from ._channels import offer, primary, send
 from ._hooks import ChatObservation
-from ._invoke import Site, invoke, not_run
+from ._invoke import Site, invoke, not_run, ready
 from ._policy import BUDGET_SPENT, RoundOutcome, RoundPlan, turn_reason
 
 if TYPE_CHECKING:
@@ -338,9 +338,9 @@ class Round:
         """The call's answer, to await: its result, or why it is not run (a coroutine of its
         own only for a call that runs)."""
         if self.plan.withheld is not None:
-            return _ready(not_run(call, self.plan.withheld))
+            return ready(not_run(call, self.plan.withheld))
         if not self.run.policy.allows(self._position(call)):
-            return _ready(not_run(call, BUDGET_SPENT))
+            return ready(not_run(call, BUDGET_SPENT))
         return invoke(
             call, self.run.tools, self.run.limits, self.decisions.get(call.id), self._site
         )
@@ -349,10 +349,6 @@ class Round:
         if self.accumulator is not None:
             return self.accumulator.position(call.id)
         return self._positions[call.id]
-
-
-async def _ready(called: ToolCalled) -> ToolCalled:
-    return called
 
 
 def _failure(run: Run, exc: BaseException) -> BaseException:
