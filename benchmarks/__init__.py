@@ -11,7 +11,8 @@ Workloads (``--only NAME``):
 
 * ``fan-out``: one round of N parallel calls, then a final answer; per-call cost
   ``(t(N) - t(1)) / (N - 1)``.
-* ``rounds``: 50 consecutive rounds of one call each, then a final answer; per-round cost.
+* ``rounds``: 50 consecutive rounds of one call each, then a final answer; per-round cost, and
+  beside it the round's structure alone (:mod:`benchmarks._skeleton`) against the same floor.
 * ``streaming``: one response of 10,000 text deltas of 5 characters, consumed with ``async for``.
 * ``concurrency``: 100 calls that each sleep 50 ms on the real clock; total wall time.
 * ``validation``: per-call argument parsing and validation, cached validator vs compiling per call.
