@@ -172,10 +172,13 @@ class _Round:
         result = await self.tools[call.name].execute(json.loads(call.arguments))
         self.results[call.id] = result
         called = ToolCalled(call, result, False)
-        try:
-            events.send_nowait(called)
-            full = False
-        except trio.WouldBlock:
-            full = True
-        if full:
+        if not _offer(events, called):
             await events.send(called)
+
+
+def _offer(events: Events, item: AgentResponseUpdate) -> bool:
+    try:
+        events.send_nowait(item)
+    except trio.WouldBlock:
+        return False
+    return True

@@ -145,35 +145,11 @@ class Context:
     @staticmethod
     def skeleton(script: Script, tools: Sequence[Tool]) -> Side:
         """The round's structure alone (:mod:`benchmarks._skeleton`), in the library's place."""
-        by_name = {t.name: t for t in tools}
-
-        def setup() -> Callable[[], Any]:
-            model = ScriptedChatClient(script)
-
-            async def run() -> None:
-                async with skeleton_run(model, USER, by_name) as stream:
-                    async for _ in stream:
-                        pass
-
-            return run
-
-        return setup
+        return _bare_side(skeleton_run, script, tools)
 
     @staticmethod
     def floor(script: Script, tools: Sequence[Tool]) -> Side:
-        by_name = {t.name: t for t in tools}
-
-        def setup() -> Callable[[], Any]:
-            model = ScriptedChatClient(script)
-
-            async def run() -> None:
-                async with floor_run(model, USER, by_name) as stream:
-                    async for _ in stream:
-                        pass
-
-            return run
-
-        return setup
+        return _bare_side(floor_run, script, tools)
 
     def check(self, script: Script, tools: Sequence[Tool], **options: Any) -> None:
         """Both sides give the caller the same kinds and numbers of updates, with no errors:
@@ -210,6 +186,23 @@ class Context:
             return await measure_pair(library, self.floor(script, tools), self.settings)
 
         return trio.run(both)
+
+
+def _bare_side(loop: Callable[..., Any], script: Script, tools: Sequence[Tool]) -> Side:
+    """A side that runs ``loop`` (the floor or the skeleton) on a fresh scripted model."""
+    by_name = {t.name: t for t in tools}
+
+    def setup() -> Callable[[], Any]:
+        model = ScriptedChatClient(script)
+
+        async def run() -> None:
+            async with loop(model, USER, by_name) as stream:
+                async for _ in stream:
+                    pass
+
+        return run
+
+    return setup
 
 
 @attrs.frozen
