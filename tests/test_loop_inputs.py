@@ -267,6 +267,63 @@ async def test_a_cancel_scope_entered_before_is_a_configuration_error_on_entry()
         await agent.get_response(USER, RunOptions(cancel_scope=used))
 
 
+@pytest.mark.parametrize("given_scope", [False, True])
+async def test_entering_a_run_is_a_checkpoint(given_scope: bool) -> None:
+    agent = FunctionInvokingChatClient(ScriptedChatClient(["never"]), [echo])
+    options = RunOptions(cancel_scope=trio.CancelScope()) if given_scope else None
+    body = False
+    with trio.CancelScope() as outer:
+        outer.cancel()
+        async with agent.run(USER, options):
+            body = True  # pragma: no cover
+    assert outer.cancelled_caught
+    assert not body
+
+
+@pytest.mark.parametrize("given_scope", [False, True])
+async def test_the_body_runs_once_the_run_has_started(given_scope: bool) -> None:
+    # Leaving at once cancels the round the run has already started, with or without a scope
+    # of the caller's: the model was called, and the transcript is valid.
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c1", "echo", '{"text": "x"}')), "y"])
+    agent = FunctionInvokingChatClient(model, [echo])
+    options = RunOptions(cancel_scope=trio.CancelScope()) if given_scope else None
+    async with agent.run(USER, options) as stream:
+        pass
+    assert len(model.calls) == 1
+    assert_transcript_valid([*USER, *stream.messages])
+
+
+class Renamed:
+    """A tool whose description and schema its owner changes between runs."""
+
+    name = "renamed"
+    description = "first"
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+    requires_approval = False
+
+    async def execute(self, arguments: dict[str, Any]) -> str:
+        return "ok"  # pragma: no cover
+
+
+@pytest.mark.parametrize("options", [None, RunOptions(max_tool_calls=3)])
+async def test_the_model_is_given_each_tools_definition_as_it_is_at_the_run(
+    options: RunOptions | None,
+) -> None:
+    renamed = Renamed()
+    model = ScriptedChatClient(["a", "b", "c", "d"])
+    agent = FunctionInvokingChatClient(model, [renamed])
+    await agent.get_response(USER, options)
+    renamed.description = "second"
+    await agent.get_response(USER, options)
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    renamed.parameters = schema
+    await agent.get_response(USER, options)
+    await agent.get_response(USER, options)
+    seen = [call.options.tools[0] for call in model.calls]
+    assert [d.description for d in seen] == ["first", "second", "second", "second"]
+    assert [d.parameters for d in seen] == [Renamed.parameters, Renamed.parameters, schema, schema]
+
+
 async def test_a_scope_cancelled_before_the_run_never_calls_the_model() -> None:
     for deadline in ("cancel", "past"):
         model = ScriptedChatClient(["never"])

@@ -33,7 +33,7 @@ from .._messages import ChatMessage, MessageRole
 from .._middleware import ToolMiddleware
 from .._options import RunOptions
 from .._threads import ToolThreads
-from .._tools import Tool, check_tool
+from .._tools import Tool, ToolDefinition, check_tool
 from .._updates import Error, Finish, ToolApprovalRequest
 from ._channels import reraise_single
 from ._hooks import Observer
@@ -223,9 +223,9 @@ class FunctionInvokingChatClient:
             if tool.name in self._tools:
                 raise ConfigurationError(f"two tools are named {tool.name!r}; names must be unique")
             self._tools[tool.name] = Entry.of(tool)
-        self._inner_options = RunOptions(
-            tools=tuple(entry.definition for entry in self._tools.values())
-        )
+        self._defined: tuple[ToolDefinition, ...] = ()
+        self._plain_options = RunOptions()
+        self._definitions(self._tools)
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -276,11 +276,12 @@ class FunctionInvokingChatClient:
             lambda call: call.name in tools and tools[call.name].tool.requires_approval,
             options.tool_approval_responses,
         )
+        definitions = self._definitions(tools)
         if options is _NO_OPTIONS:
-            inner_options = self._inner_options  # the model's options when the caller gives none
+            inner_options = self._plain_options  # (no provider tools: the static ones)
         else:
             inner_options = options.evolve(
-                tools=tuple(entry.definition for entry in tools.values()),
+                tools=definitions,
                 tool_approval_responses=(),
                 provider_tools=(),
                 cancel_scope=None,
@@ -306,11 +307,13 @@ class FunctionInvokingChatClient:
         stream = InvocationStream(receive, run)
         try:
             async with trio.open_nursery() as nursery:
+                entered = trio.Event()  # (as nursery.start, without the nursery it opens)
                 with self._tool_threads.installed():  # for the run's tasks, started here
-                    if options.cancel_scope is None:  # the run's own scope: nothing to check
-                        nursery.start_soon(run.drive, None, pending, decisions)
-                    else:  # the caller's: entered (or refused) before the caller goes on
-                        await nursery.start(run.drive, options.cancel_scope, pending, decisions)
+                    nursery.start_soon(run.drive, options.cancel_scope, pending, decisions, entered)
+                # Entering is a checkpoint, and the body runs once the driver is inside the
+                # run's cancel scope and has gone on to its first wait (a caller's scope that
+                # was entered before fails the driver instead, and that is raised here).
+                await entered.wait()
                 yield stream
                 if not stream._ended:  # left early: stop whatever still runs
                     nursery.cancel_scope.cancel()
@@ -320,6 +323,23 @@ class FunctionInvokingChatClient:
             interrupt = run.take_interrupt()
             if interrupt is not None:  # the stream has not raised it: never lost
                 raise interrupt
+
+    def _definitions(self, tools: Mapping[str, Entry]) -> tuple[ToolDefinition, ...]:
+        """What the model is told of ``tools``, as they are now: a tool's description or schema
+        may be replaced between runs. The static tools' definitions (and the model's options
+        when the caller gives none) are rebuilt only when one of them was."""
+        if tools is not self._tools:  # provider tools merged in
+            return tuple(ToolDefinition.of(entry.tool) for entry in tools.values())
+        defined = self._defined
+        if len(defined) == len(tools) and all(
+            definition.description is entry.tool.description
+            and definition.parameters is entry.tool.parameters
+            for definition, entry in zip(defined, tools.values(), strict=True)
+        ):
+            return defined
+        defined = self._defined = tuple(ToolDefinition.of(entry.tool) for entry in tools.values())
+        self._plain_options = RunOptions(tools=defined)
+        return defined
 
     def _limits(self, options: RunOptions) -> tuple[Limits, Policy]:
         limiter = self.max_concurrency

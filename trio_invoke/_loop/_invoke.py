@@ -23,7 +23,7 @@ from .._exceptions import ArgumentsError, StopLoop, ToolError, ToolTimeoutError
 from .._messages import ChatMessage, ToolCall
 from .._middleware import CallNext, ToolContext, ToolMiddleware
 from .._options import ToolApprovalResponse
-from .._tools import Tool, ToolDefinition
+from .._tools import Tool
 from .._updates import ToolCalled
 from .._validate import compile_validator, parse_arguments
 from ._hooks import RunObservation, ToolObservation
@@ -33,18 +33,16 @@ __all__ = ["Entry", "Limits", "Site", "invoke", "not_run", "ready"]
 
 @attrs.define(eq=False)
 class Entry:
-    """A tool as one run sees it: the tool, its compiled validator, its time limit and the
-    definition the model is given (taken together, once, so that they agree)."""
+    """A tool as one run sees it: the tool, its compiled validator and its time limit."""
 
     tool: Tool
     validate: Callable[[Any], None]
     timeout: float | None
-    definition: ToolDefinition
 
     @classmethod
     def of(cls, tool: Tool) -> Entry:
         timeout = getattr(tool, "timeout", None)
-        return cls(tool, compile_validator(tool.parameters), timeout, ToolDefinition.of(tool))
+        return cls(tool, compile_validator(tool.parameters), timeout)
 
 
 @attrs.frozen

@@ -97,28 +97,28 @@ class Run:
         cancel_scope: trio.CancelScope | None,
         pending: Sequence[ToolCall],
         decisions: Mapping[str, ToolApprovalResponse],
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        entered: trio.Event,
     ) -> None:
-        """The run, from its cancel scope to its last update.
+        """The run, from its cancel scope to its last update; ``entered`` is set once the run is
+        inside its cancel scope.
 
         Raises:
-            ConfigurationError: ``cancel_scope`` was entered before (before ``started``).
+            ConfigurationError: ``cancel_scope`` was entered before (``entered`` is not set).
         """
         scope = trio.CancelScope() if cancel_scope is None else _Fresh(cancel_scope)
         not_started = started = CANCELLED
-        entered = False
+        inside = False
         with self.send:  # closed without a schedule point: the caller's stream ends here
             try:
                 with scope:
-                    entered = True
-                    task_status.started()
+                    inside = True
+                    entered.set()
                     await self._loop(pending, decisions)
             except BaseException as exc:
                 failure = primary(exc)
-                if not entered or isinstance(failure, trio.Cancelled):
+                if not inside or isinstance(failure, trio.Cancelled):
                     self._settle(CANCELLED, CANCELLED)  # an outer cancellation: nothing to send
-                    self._observed(None, CANCELLED if entered else type(failure).__name__)
+                    self._observed(None, CANCELLED if inside else type(failure).__name__)
                     raise
                 self.failure = failure  # the inner client failed, or an interrupt
                 kind = "the chat client failed" if isinstance(failure, Exception) else "interrupted"
@@ -191,7 +191,7 @@ class Run:
 @attrs.define
 class _Fresh:
     """A caller's cancel scope, entered as the run's own: one entered before is a
-    :class:`ConfigurationError` (a scope can be entered once), raised before ``started``."""
+    :class:`ConfigurationError` (a scope can be entered once), raised on entering the run."""
 
     scope: trio.CancelScope
 
