@@ -223,8 +223,7 @@ class FunctionInvokingChatClient:
             if tool.name in self._tools:
                 raise ConfigurationError(f"two tools are named {tool.name!r}; names must be unique")
             self._tools[tool.name] = Entry.of(tool)
-        self._defined: tuple[ToolDefinition, ...] = ()
-        self._plain_options = RunOptions()
+        self._plain_options = RunOptions()  # the model's options when the caller gives none
         self._definitions(self._tools)
 
     @property
@@ -330,16 +329,17 @@ class FunctionInvokingChatClient:
         when the caller gives none) are rebuilt only when one of them was."""
         if tools is not self._tools:  # provider tools merged in
             return tuple(ToolDefinition.of(entry.tool) for entry in tools.values())
-        defined = self._defined
+        defined = self._plain_options.tools
         if len(defined) == len(tools) and all(
             definition.description is entry.tool.description
             and definition.parameters is entry.tool.parameters
             for definition, entry in zip(defined, tools.values(), strict=True)
         ):
             return defined
-        defined = self._defined = tuple(ToolDefinition.of(entry.tool) for entry in tools.values())
-        self._plain_options = RunOptions(tools=defined)
-        return defined
+        self._plain_options = RunOptions(
+            tools=tuple(ToolDefinition.of(entry.tool) for entry in tools.values())
+        )
+        return self._plain_options.tools
 
     def _limits(self, options: RunOptions) -> tuple[Limits, Policy]:
         limiter = self.max_concurrency
