@@ -4,8 +4,9 @@ One task streams the model through one ``open_memory_channel(256)`` to the calle
 with ``async for``; it accumulates the calls by id, and when the response ends with calls it
 ``json.loads`` each call's arguments and runs one task per call in a nursery; each task sends its
 result into the same channel; then the loop appends the assistant message and the tool messages
-and calls the model again. It is honest, not handicapped: one channel hop per update (the
-library's design has two), no validation, no error handling, no cancellation bookkeeping.
+and calls the model again. It is honest, not handicapped: one channel hop per update (as the
+library's: its caller reads each round's events channel directly), no validation, no error
+handling, no cancellation bookkeeping.
 
 It speaks the same value types as the library (``ChatMessage``, ``ToolCall``, ``ToolCalled``,
 ``Finish``): the scripted model reads and writes them, and the caller gets the same updates, so
