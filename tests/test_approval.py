@@ -65,6 +65,21 @@ def test_a_tail_that_is_not_a_partial_answer_is_refused(
 
 
 @pytest.mark.parametrize(
+    ("ids", "twice"), [(["a", "a"], "a"), (["a", "b", "a"], "a"), (["x", "y", "y", "x"], "x")]
+)
+@pytest.mark.parametrize("answered", [0, 1])
+def test_an_assistant_message_that_repeats_a_call_id_is_refused(
+    ids: list[str], twice: str, answered: int
+) -> None:
+    """Two calls with one id cannot each get their own tool message: refused before anything
+    runs, whether or not some calls were answered already."""
+    calls = tuple(ToolCall(i, "tool", f'{{"i": {n}}}') for n, i in enumerate(ids))
+    tail = [answer(call) for call in calls[:answered]]
+    with pytest.raises(ConversationError, match=rf"messages\[1\] makes tool call '{twice}' twice"):
+        pending_calls([USER, ChatMessage.assistant("", calls), *tail])
+
+
+@pytest.mark.parametrize(
     "conversation",
     [
         [answer(CALLS[0])],

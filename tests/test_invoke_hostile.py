@@ -1,7 +1,9 @@
 """One call, whatever its tool does wrong, gets one result (``_loop/_invoke.py``).
 
-A ``StopLoop`` whose result is not JSON-serialisable still stops the loop, and an exception
-whose ``__str__`` raises under ``include_detailed_errors=True`` still gives its call a result.
+A ``StopLoop`` whose result is not JSON-serialisable still stops the loop, an exception whose
+``__str__`` raises under ``include_detailed_errors=True`` still gives its call a result, and a
+tool (or middleware) whose own tasks fail while it is cancelled or timed out gets the result
+of a cancelled or timed-out call.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import trio
 
 from trio_invoke import (
     ChatMessage,
+    Error,
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
+    RunOptions,
     ScriptedChatClient,
     StopLoop,
     ToolCall,
@@ -123,3 +127,171 @@ async def test_an_exception_whose_str_raises_still_yields_a_result(error: type[E
     assert result.updates[-1] == Finish(FinishReason.STOP)
     assert len(model.calls) == 2  # the run went on
     assert_transcript_valid([*USER, *result.messages])
+
+
+# -- a tool's own nursery, letting out Cancelled beside its errors ----------------------------
+
+
+async def _cleanup_fails() -> None:
+    """A nursery whose helper task's cleanup raises when it is cancelled: cancelled, the nursery
+    lets out a group holding that error beside the Cancelled."""
+
+    async def helper() -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            raise ValueError("cleanup failed")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(helper)
+        await trio.sleep_forever()
+
+
+@tool(name="fails_in_cleanup")
+async def fails_in_cleanup() -> str:
+    """Fails while it is cancelled."""
+    await _cleanup_fails()
+    return "never"  # pragma: no cover
+
+
+@tool(name="fails_in_cleanup_1s", timeout=1)
+async def fails_in_cleanup_1s() -> str:
+    """Fails while it is cancelled, with a time limit of 1 s of its own."""
+    await _cleanup_fails()
+    return "never"  # pragma: no cover
+
+
+@tool
+async def slow_sibling() -> str:
+    """A sibling that needs 2 s."""
+    await trio.sleep(2)
+    return "sibling done"
+
+
+@tool
+async def quick_sibling() -> str:
+    """A sibling that needs half a second."""
+    await trio.sleep(0.5)
+    return "sibling done"
+
+
+async def cleanup_middleware(context: Any, call_next: Any) -> ToolCalled:
+    """A middleware with a nursery of its own around the call, failing while it is cancelled."""
+    if context.call.name != "sleeps":
+        return await call_next(context)  # type: ignore[no-any-return]
+    await _cleanup_fails()
+    raise AssertionError("never")  # pragma: no cover
+
+
+@tool
+async def sleeps() -> str:
+    """Sleeps for ever (its middleware is what fails)."""
+    await trio.sleep_forever()
+    return "never"  # pragma: no cover
+
+
+TIMED_OUT = [
+    pytest.param("fails_in_cleanup_1s", {}, id="the tool's own timeout"),
+    pytest.param("fails_in_cleanup", {"tool_timeout": 1}, id="the client's tool_timeout"),
+    pytest.param(
+        "sleeps", {"tool_timeout": 1, "middleware": [cleanup_middleware]}, id="in a middleware"
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "options"), TIMED_OUT)
+@pytest.mark.parametrize("mode", [{}, {"sequential": True}, {"eager_tools": True}])
+async def test_a_call_whose_tasks_fail_as_it_times_out_gets_its_time_out_result(
+    name: str, options: dict[str, Any], mode: dict[str, Any], autojump_clock: Any
+) -> None:
+    """The timeout's Cancelled comes back in a group beside the tool's own error: the call
+    times out like any other, and its sibling and the run go on."""
+    batch = tool_calls_response(ToolCall("c1", name, "{}"), ToolCall("c2", "quick_sibling", "{}"))
+    tools = [fails_in_cleanup, fails_in_cleanup_1s, sleeps, quick_sibling]
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([batch, "done"]), tools, **options, **mode
+    )
+    with trio.fail_after(30):
+        result = await run_to_completion(agent, USER)
+    called = {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+    assert called["c1"].result == f"Error: tool {name!r} timed out after 1 s"
+    assert called["c1"].is_error
+    assert called["c2"].result == "sibling done"
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+    assert_transcript_valid([*USER, *result.messages])
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        pytest.param("fails_in_cleanup", {}, id="a tool"),
+        pytest.param("sleeps", {"middleware": [cleanup_middleware]}, id="a middleware"),
+    ],
+)
+async def test_a_run_cancelled_while_a_calls_tasks_fail_ends_cancelled(
+    name: str, options: dict[str, Any], autojump_clock: Any
+) -> None:
+    """Cancelled through its scope, the run ends with ``Error("cancelled")`` and every call is
+    answered "cancelled", however the cancelled call's tasks failed on the way out."""
+    batch = tool_calls_response(ToolCall("c1", name, "{}"), ToolCall("c2", "slow_sibling", "{}"))
+    tools = [fails_in_cleanup, sleeps, slow_sibling]
+    agent = FunctionInvokingChatClient(ScriptedChatClient([batch]), tools, **options)
+    scope = trio.CancelScope(deadline=trio.current_time() + 1)
+    with trio.fail_after(30):
+        result = await run_to_completion(agent, USER, RunOptions(cancel_scope=scope))
+    called = {u.call.id: u.result for u in result.updates if isinstance(u, ToolCalled)}
+    assert called == {"c1": "Error: cancelled", "c2": "Error: cancelled"}
+    assert result.updates[-1] == Error("cancelled")
+    assert_transcript_valid([*USER, *result.messages])
+
+
+async def test_a_group_with_a_stray_cancelled_beside_an_error_is_that_calls_error() -> None:
+    """A Cancelled that no scope of the run made, in a group beside the tool's own error: the
+    call's error result reports the error."""
+
+    @tool
+    async def leaks_in_a_group() -> str:
+        """Lets out a group: a Cancelled of its own making and an error."""
+        with trio.CancelScope() as inner:
+            inner.cancel()
+            try:
+                await trio.sleep(1)
+            except trio.Cancelled as exc:
+                caught = exc
+        raise BaseExceptionGroup("mine", [caught, ValueError("boom")])
+
+    batch = tool_calls_response(ToolCall("c1", "leaks_in_a_group", "{}"))
+    agent = FunctionInvokingChatClient(ScriptedChatClient([batch, "done"]), [leaks_in_a_group])
+    result = await run_to_completion(agent, USER)
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert called.result == "Error: tool 'leaks_in_a_group' raised ExceptionGroup"
+    assert isinstance(called.exception, ExceptionGroup)
+    assert called.exception.exceptions[0].args == ("boom",)
+    assert result.updates[-1] == Finish(FinishReason.STOP)
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+async def test_an_interrupt_in_a_tools_group_beside_a_cancelled_reaches_the_caller(
+    interrupt: type[BaseException], autojump_clock: Any
+) -> None:
+    @tool
+    async def interrupted() -> str:
+        """Its helper task is interrupted while the tool is being timed out."""
+
+        async def helper() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                raise interrupt
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(helper)
+            await trio.sleep_forever()
+        return "never"  # pragma: no cover
+
+    batch = tool_calls_response(ToolCall("c1", "interrupted", "{}"))
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([batch, "done"]), [interrupted], tool_timeout=1
+    )
+    with trio.fail_after(30), pytest.raises(interrupt):
+        await run_to_completion(agent, USER)

@@ -4,7 +4,9 @@ see. Each bad input gets an error naming what is wrong, and every call still get
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar
@@ -135,6 +137,31 @@ def test_parameters_must_be_a_schema_object() -> None:
         FunctionInvokingChatClient(ScriptedChatClient([]), [bad])
 
 
+class Timed(Complete):
+    def __init__(self, timeout: Any) -> None:
+        self.timeout = timeout
+
+
+@pytest.mark.parametrize("seconds", [-1, 0, 0.0, float("nan"), -math.inf, "5", True, [1]])
+async def test_a_tools_own_timeout_that_is_not_seconds_is_a_configuration_error(
+    seconds: Any,
+) -> None:
+    """A tool's ``timeout`` attribute is checked where the tool is given (the client's tools at
+    construction, provider tools on entering a run), as ``tool_timeout`` is."""
+    match = r"tool 'complete': its timeout attribute must be a number of seconds > 0 or None"
+    with pytest.raises(ConfigurationError, match=match):
+        FunctionInvokingChatClient(ScriptedChatClient([]), [Timed(seconds)])
+    agent = FunctionInvokingChatClient(ScriptedChatClient(["hi"]))
+    with pytest.raises(ConfigurationError, match=f"provider {match}"):
+        async with agent.run(USER, RunOptions(provider_tools=[Timed(seconds)])):
+            pass  # pragma: no cover
+
+
+@pytest.mark.parametrize("timeout", [None, 0.5, 3, math.inf])
+def test_a_tools_own_timeout_in_seconds_is_fine(timeout: Any) -> None:
+    FunctionInvokingChatClient(ScriptedChatClient([]), [Timed(timeout)])
+
+
 @pytest.mark.parametrize("tools", [echo, "echo", Complete])
 def test_tools_must_be_an_iterable_of_tools(tools: Any) -> None:
     with pytest.raises(TypeError, match="tools"):
@@ -251,6 +278,46 @@ def test_a_protocol_error_is_a_chat_client_error() -> None:
 
 
 # -- cancel scopes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", ["whole", "left early", "failed"])
+async def test_entering_one_run_twice_is_an_error_that_says_so(first: str) -> None:
+    model = ScriptedChatClient(["one", "two"])
+    agent = FunctionInvokingChatClient(model, [echo])
+    run = agent.run(USER)
+    with pytest.raises(KeyError) if first == "failed" else contextlib.nullcontext():
+        async with run as stream:
+            async for _ in stream:
+                if first == "left early":
+                    break
+            if first == "failed":
+                raise KeyError("the caller's own")
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"this run was already entered: .* call agent"):
+            async with run:
+                pass  # pragma: no cover
+    assert len(model.calls) == 1  # the second entry ran nothing
+    result = await run_to_completion(agent, USER)  # a new run is fine
+    assert result.messages[-1].content == "two"
+
+
+async def test_a_resume_whose_calls_repeat_an_id_is_refused_before_anything_runs() -> None:
+    ran: list[str] = []
+
+    @tool
+    async def note(text: str) -> str:
+        """Note the text."""
+        ran.append(text)
+        return text
+
+    calls = (ToolCall("c1", "note", '{"text": "a"}'), ToolCall("c1", "note", '{"text": "b"}'))
+    conversation = [*USER, ChatMessage.assistant("", calls)]
+    model = ScriptedChatClient(["done"])
+    with pytest.raises(ConversationError, match="makes tool call 'c1' twice"):
+        async with FunctionInvokingChatClient(model, [note]).run(conversation):
+            pass  # pragma: no cover
+    assert ran == []
+    assert model.calls == []
 
 
 async def test_a_cancel_scope_entered_before_is_a_configuration_error_on_entry() -> None:

@@ -222,6 +222,65 @@ async def test_a_failing_middleware_is_that_calls_error_result(detailed: bool) -
     )
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("field", "value", "what"),
+    [
+        ("result", 42, "result is an int, not text"),
+        ("result", None, "result is a NoneType, not text"),
+        ("result", {"cached": True}, "result is a dict, not text"),
+        ("result", b"raw", "result is a bytes, not text"),
+        ("is_error", "no", "is_error is a str, not a bool"),
+        ("is_error", None, "is_error is a NoneType, not a bool"),
+    ],
+)
+async def test_a_middleware_result_of_the_wrong_type_is_that_calls_error_result(
+    mode: dict[str, Any], field: str, value: Any, what: str
+) -> None:
+    """attrs does not check what a ``ToolCalled`` is given: a middleware that hands back a raw
+    cached value gets an error result saying so, and its siblings are not touched."""
+
+    async def cache(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        if context.call.id == "c1":
+            good = {"result": "3", "is_error": False}
+            return ToolCalled(context.call, **{**good, field: value})
+        return await call_next(context)
+
+    batch = calls(("c1", "add", {"a": 1, "b": 2}), ("c2", "add", {"a": 3, "b": 4}))
+    called = await results_of([cache], batch, **mode)
+    qualname = "test_a_middleware_result_of_the_wrong_type_is_that_calls_error_result.<locals>"
+    assert (
+        called["c1"].result
+        == f"Error: middleware '{qualname}.cache' returned a ToolCalled whose {what}"
+    )
+    assert called["c1"].is_error
+    assert called["c2"].result == "7"
+
+
+async def test_a_resume_is_round_1_and_the_model_round_after_it_round_2() -> None:
+    seen: list[tuple[str, int]] = []
+
+    async def record(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        seen.append((context.call.id, context.round))
+        return await call_next(context)
+
+    @tool(requires_approval=True)
+    async def guarded(a: int) -> int:
+        """Needs a human."""
+        return a
+
+    first = ScriptedChatClient([tool_calls_response(ToolCall("r", "guarded", '{"a": 1}'))])
+    paused = await run_to_completion(FunctionInvokingChatClient(first, [guarded]), USER)
+    (request,) = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    second = ScriptedChatClient(
+        [tool_calls_response(ToolCall("m", "add", '{"a": 1, "b": 1}')), "done"]
+    )
+    agent = FunctionInvokingChatClient(second, [guarded, add], middleware=[record])
+    options = RunOptions(tool_approval_responses=[request.approve()])
+    await run_to_completion(agent, [*USER, *paused.messages], options)
+    assert seen == [("r", 1), ("m", 2)]
+
+
 async def test_calls_that_are_not_run_never_reach_the_middleware() -> None:
     reached: list[str] = []
 

@@ -54,9 +54,10 @@ def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
     before a pause) must answer calls of that message, once each, in call order.
 
     Raises:
-        ConversationError: a trailing tool message answers a call the assistant message did not
-            make, answers one twice, or answers out of call order; or tool messages end the
-            conversation with no assistant message with calls before them.
+        ConversationError: the assistant message makes two calls with one id; a trailing tool
+            message answers a call the assistant message did not make, answers one twice, or
+            answers out of call order; or tool messages end the conversation with no assistant
+            message with calls before them.
     """
     end = len(messages)
     start = end
@@ -79,6 +80,13 @@ def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
             )
         return []
     order = {call.id: index for index, call in enumerate(calls)}
+    if len(order) < len(calls):
+        ids = [call.id for call in calls]
+        twice = next(call_id for call_id in ids if ids.count(call_id) > 1)
+        raise ConversationError(
+            f"messages[{start - 1}] makes tool call {twice!r} twice: each call of a message "
+            "needs an id of its own to be answered"
+        )
     answered: set[str] = set()
     last = -1
     for index in range(start, end):

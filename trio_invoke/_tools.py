@@ -13,6 +13,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
+from ._checks import check_seconds
 from ._exceptions import ConfigurationError
 
 __all__ = ["TOOL_NAME", "ApprovalRequiredTool", "Tool", "ToolDefinition", "check_tool"]
@@ -73,7 +74,8 @@ def check_tool(tool: object, what: str = "tool") -> None:
     Raises:
         TypeError: ``tool`` is a plain function (decorate it with ``@tool``), or lacks one of
             the attributes, or its ``execute`` is not ``async``; the message names which.
-        ConfigurationError: its name is not one providers accept (``^[a-zA-Z0-9_-]{1,64}$``).
+        ConfigurationError: its name is not one providers accept (``^[a-zA-Z0-9_-]{1,64}$``),
+            or its ``timeout`` (if it has one) is not ``None`` or a number of seconds above 0.
     """
     missing = [attribute for attribute in _REQUIRED if not hasattr(tool, attribute)]
     if missing and callable(tool):
@@ -105,6 +107,7 @@ def check_tool(tool: object, what: str = "tool") -> None:
             f"{what} {name!r}: its parameters attribute must be a JSON Schema object (a "
             f"mapping), got {type(parameters).__name__}"
         )
+    check_seconds(f"{what} {name!r}: its timeout attribute", getattr(tool, "timeout", None))
 
 
 def _async_callable(value: object) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
 from typing import Literal
 
 import trio
@@ -99,6 +100,33 @@ def _check(name: str, value: float | None, minimum: int, *, integer: bool = True
         )
     if not integer and value <= minimum:
         raise ConfigurationError(f"{name} must be a number > {minimum} or None, got {value!r}")
+
+
+class _Once(AbstractAsyncContextManager[InvocationStream]):
+    """One run's context manager: entered once (a second time is an error that says so)."""
+
+    __slots__ = ("_entered", "_manager")
+
+    def __init__(self, manager: AbstractAsyncContextManager[InvocationStream]) -> None:
+        self._manager = manager
+        self._entered = False
+
+    async def __aenter__(self) -> InvocationStream:
+        if self._entered:
+            raise RuntimeError(
+                "this run was already entered: each value agent.run(...) returns is one run, "
+                "entered once; call agent.run(...) again for another"
+            )
+        self._entered = True
+        return await self._manager.__aenter__()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        return await self._manager.__aexit__(kind, value, traceback)
 
 
 class FunctionInvokingChatClient:
@@ -248,6 +276,8 @@ class FunctionInvokingChatClient:
         Raises:
             ApprovalError: the conversation ends with calls waiting for approval and the
                 approval responses do not match them (raised on entry; nothing has run).
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                run: call ``run()`` again).
 
         Cancellation: cancelling ``options.cancel_scope`` stops the model stream and the tools
         promptly; the stream then ends with ``Error("cancelled")``, after a ``ToolCalled`` for
@@ -257,7 +287,7 @@ class FunctionInvokingChatClient:
         the calls that were complete (each answered, ``"Error: cancelled"`` if it never
         finished), nothing of calls the model had not finished sending.
         """
-        return self._run(messages, options)
+        return _Once(self._run(messages, options))
 
     @asynccontextmanager
     async def _run(

@@ -107,6 +107,21 @@ def _really_cancelled() -> bool:
     return trio.current_effective_deadline() == -math.inf
 
 
+def _group_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """What a group with a ``Cancelled`` or an interrupt in it, let out of a tool (or a
+    middleware) by a nursery of its own, means for the call: raised here when it must go on --
+    an interrupt, or the ``Cancelled`` of a scope of the run that is cancelling the call (the
+    errors the tool's tasks raised while being cancelled go with it: the call's result says it
+    was cancelled, or timed out) -- else returned: the error the call's result reports (a
+    ``Cancelled`` that nothing around the call made, or beside the tool's own errors)."""
+    cancelled, rest = group.split(trio.Cancelled)
+    if rest is not None and rest.split(Exception)[1] is not None:
+        raise group  # an interrupt is in it: it reaches the caller (the loop takes it out)
+    if cancelled is not None and _really_cancelled():
+        raise cancelled from None  # (a group of Cancelled: the cancelling scope catches it)
+    return rest if rest is not None else group
+
+
 def invoke(
     call: ToolCall,
     tools: Mapping[str, Entry],
@@ -288,6 +303,9 @@ async def _call_tool(
         return ToolCalled(
             call, text, True, duration=trio.current_time() - started, exception=cancelled
         )
+    except BaseExceptionGroup as group:  # the tool's own nursery, with a Cancelled in it
+        error = _group_error(group)
+        return _raised(call, f"tool {call.name!r}", error, detailed, started)
     try:
         result, parts = tool_result_content(value)  # text, or parts when it holds images
     except Exception as exc:  # not JSON: TypeError, ValueError, RecursionError, ...
@@ -312,7 +330,9 @@ def _stopped(call: ToolCall, stop: StopLoop, started: float) -> ToolCalled:
         return ToolCalled(call, text, True, duration=duration, exception=stop)
 
 
-def _raised(call: ToolCall, who: str, exc: Exception, detailed: bool, started: float) -> ToolCalled:
+def _raised(
+    call: ToolCall, who: str, exc: BaseException, detailed: bool, started: float
+) -> ToolCalled:
     detail = f": {_message(exc)}" if detailed else ""
     text = f"Error: {who} raised {type(exc).__name__}{detail}"
     return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
@@ -371,8 +391,14 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
                 raise
             text = f"Error: {who} raised trio.Cancelled, but nothing cancelled it"
             return ToolCalled(context.call, text, True, exception=cancelled)
+        except BaseExceptionGroup as group:  # its own nursery, with a Cancelled in it
+            return _raised(context.call, who, _group_error(group), detailed, started)
         if not isinstance(called, ToolCalled):
             text = f"Error: {who} returned {_a(type(called).__name__)}, not a ToolCalled"
+            return ToolCalled(context.call, text, True)
+        wrong = _wrong_field(called)
+        if wrong is not None:
+            text = f"Error: {who} returned a ToolCalled whose {wrong}"
             return ToolCalled(context.call, text, True)
         if called.call.id != context.call.id:
             text = (
@@ -383,3 +409,15 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
         return called
 
     return layer
+
+
+def _wrong_field(called: ToolCalled) -> str | None:
+    """What is wrong with a middleware's ``ToolCalled`` (its ``result`` is not text, its
+    ``is_error`` not a bool), or ``None``: attrs does not check the types it is given."""
+    result: object = called.result
+    is_error: object = called.is_error
+    if not isinstance(result, str):
+        return f"result is {_a(type(result).__name__)}, not text"
+    if not isinstance(is_error, bool):
+        return f"is_error is {_a(type(is_error).__name__)}, not a bool"
+    return None

@@ -108,7 +108,6 @@ class Round:
     ) -> Round:
         round_ = cls(run, RoundPlan(), None, tuple(calls), decisions)
         round_._positions = {call.id: index for index, call in enumerate(round_.pending)}
-        round_._site = run.site(tuple(run.messages))
         return round_
 
     @classmethod
@@ -185,8 +184,9 @@ class Round:
         self, events: Events, turns: trio.MemorySendChannel[Turn], nursery: trio.Nursery
     ) -> None:
         with events, turns:
-            if self.accumulator is None:
+            if self.accumulator is None:  # a resume: its round is counted once it plays
                 message, calls, reason = None, self.pending, FinishReason.TOOL_CALLS
+                self._site = self.run.site(tuple(self.run.messages))
             else:
                 model_reason = await self._stream(events, nursery)
                 calls = tuple(self.accumulator.finish())
