@@ -376,6 +376,50 @@ def test_an_mcp_connector_tool_is_kept_in_the_blocks_not_called() -> None:
     assert decoder.blocks[0] == {**MCP_USE, "input": {"text": "hi"}}
 
 
+@pytest.mark.parametrize(
+    ("start", "deltas", "expected"),
+    [
+        (
+            {"type": "compaction", "content": None},
+            [{"type": "compaction_delta", "content": "Summary."}],
+            {"type": "compaction", "content": "Summary."},
+        ),
+        (
+            {"type": "compaction", "content": "", "encrypted_content": ""},
+            [{"type": "compaction_delta", "content": "Summary.", "encrypted_content": "EqQB=="}],
+            {"type": "compaction", "content": "Summary.", "encrypted_content": "EqQB=="},
+        ),
+        (  # each delta holds the fields whole, as the API's SDKs read it: the last one holds
+            {"type": "compaction", "content": "partial"},
+            [
+                {"type": "compaction_delta", "content": "A first summary."},
+                {"type": "compaction_delta", "content": "The summary."},
+            ],
+            {"type": "compaction", "content": "The summary."},
+        ),
+        (  # a compaction_delta belongs to a compaction block: elsewhere it is skipped
+            {"type": "future_block", "content": None},
+            [{"type": "compaction_delta", "content": "Summary."}],
+            {"type": "future_block", "content": None},
+        ),
+    ],
+)
+def test_a_compaction_blocks_delta_brings_its_content(
+    start: dict[str, Any], deltas: list[dict[str, Any]], expected: dict[str, Any]
+) -> None:
+    raw = (
+        message_start()
+        + event("content_block_start", index=0, content_block=start)
+        + b"".join(event("content_block_delta", index=0, delta=delta) for delta in deltas)
+        + event("content_block_stop", index=0)
+        + text_block(1, "Hello!")
+        + message_end()
+    )
+    decoder = AnthropicDecoder()
+    assert decode([raw], decoder) == [TextDelta("Hello!"), Finish(FinishReason.STOP, Usage(25, 40))]
+    assert decoder.blocks == [expected, {"type": "text", "text": "Hello!"}]
+
+
 def test_blocks_are_the_content_as_the_api_returns_it() -> None:
     decoder = AnthropicDecoder()
     decode([THINKING], decoder)
@@ -696,7 +740,11 @@ def test_recorded_compaction_with_cache_reads() -> None:
     assert updates[-1] == Finish(
         FinishReason.STOP, Usage(100 + 55096 + 181, 83 + 8, cache_read_input_tokens=55096)
     )
-    assert [b["type"] for b in decoder.blocks] == ["compaction", "text"]
+    compaction, text = decoder.blocks
+    assert compaction["type"] == "compaction"
+    assert compaction["content"].startswith("The user provided a very long context")
+    assert compaction["content"].endswith("Next step: Say hello to the user.")
+    assert text == {"type": "text", "text": "Hello! 👋"}
 
 
 def test_recorded_max_tokens_inside_a_tool_call() -> None:

@@ -30,8 +30,9 @@ Event, block and delta types the decoder does not know are skipped -- Anthropic 
 the API would return it, which is what a ``pause_turn`` continuation sends back. Only the blocks
 above are modelled: a delta of any type on a block of any other type is never fatal. The
 ``input_json_delta`` pieces of such a block (a server tool's, an MCP connector tool's) make its
-``input`` in :attr:`AnthropicDecoder.blocks`, as the API returns it; its other deltas are
-skipped. Only a ``tool_use`` block is a call of the loop's.
+``input`` in :attr:`AnthropicDecoder.blocks`, as the API returns it, and a ``compaction``
+block's ``compaction_delta`` brings its ``content`` (the summary) whole; other deltas on such a
+block are skipped. Only a ``tool_use`` block is a call of the loop's.
 """
 
 from __future__ import annotations
@@ -379,6 +380,11 @@ class AnthropicDecoder:
         piece = delta.get("partial_json")
         if kind == "input_json_delta" and isinstance(piece, str):
             block.json.append(piece)  # a server tool's input, an MCP connector tool's, ...
+        elif kind == "compaction_delta" and block.kind == "compaction":
+            # The block starts with "content": null; the delta brings its fields whole (the
+            # summary's "content", and "encrypted_content"), as the API's SDKs take it: they
+            # replace what the start had.
+            block.raw.update((key, value) for key, value in delta.items() if key != "type")
         return []
 
     @staticmethod
