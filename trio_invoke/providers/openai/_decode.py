@@ -306,11 +306,30 @@ def _loads(data: str) -> Any:
 
 
 def _usage(data: Mapping[str, Any]) -> Usage:
-    def count(key: str) -> int:
-        value = data.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """The usage a chunk reports. ``prompt_tokens`` includes the cached tokens, which
+    ``prompt_tokens_details.cached_tokens`` counts (OpenAI, and DeepSeek, Z.ai and OpenRouter
+    too), else DeepSeek's own ``prompt_cache_hit_tokens``; OpenRouter counts the tokens written
+    to the cache in ``prompt_tokens_details.cache_write_tokens``. A count that is missing or not
+    an integer >= 0 is ignored (0, or the next place it may be)."""
+    details = data.get("prompt_tokens_details")
+    if not isinstance(details, Mapping):
+        details = {}
+    cached = _count(details, "cached_tokens")
+    if cached is None:
+        cached = _count(data, "prompt_cache_hit_tokens")
+    return Usage(
+        input_tokens=_count(data, "prompt_tokens") or 0,
+        output_tokens=_count(data, "completion_tokens") or 0,
+        cache_read_input_tokens=cached or 0,
+        cache_creation_input_tokens=_count(details, "cache_write_tokens") or 0,
+    )
 
-    return Usage(input_tokens=count("prompt_tokens"), output_tokens=count("completion_tokens"))
+
+def _count(data: Mapping[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 def error_message(body: str, reason_phrase: str) -> str:
