@@ -389,6 +389,34 @@ def test_pieces_by_id_find_a_call_that_started_with_an_index() -> None:
     ) == [ToolCall("c1", "f", '{"a": 1}')]
 
 
+@pytest.mark.parametrize("index", [int, str], ids=["integer index", "string index"])
+@pytest.mark.parametrize("calls", [2, 3])
+def test_calls_that_share_an_id_stay_whole_when_every_piece_repeats_it(
+    calls: int, index: type[Any]
+) -> None:
+    # Parallel calls that the server gave one id, each piece repeating it and the name (as
+    # servers that send whole calls do): the calls after the first are renamed to be unique,
+    # and each piece still goes to the call at its index, never starting another.
+    names = [f"tool_{n}" for n in range(calls)]
+    found = calls_of(
+        *(
+            [call(index(n), "same", names[n], text) for n in range(calls)]
+            for text in ('{"n": ', "1", "}")
+        )
+    )
+    assert [(c.name, c.arguments) for c in found] == [(name, '{"n": 1}') for name in names]
+    assert [c.id for c in found] == ["same", *(f"same_{n}" for n in range(1, calls))]
+    # A new id and a name at the index of a renamed call is still a new call.
+    assert calls_of(
+        [call(0, "same", "f", "{}"), call(1, "same", "g", '{"a": 1}')],
+        [call(1, "other", "h", '{"b": 2}')],  # a server that reuses index 1
+    ) == [
+        ToolCall("same", "f", "{}"),
+        ToolCall("same_1", "g", '{"a": 1}'),
+        ToolCall("other", "h", '{"b": 2}'),
+    ]
+
+
 def test_a_string_choice_index_is_choice_zero() -> None:
     raw = sse(
         {"choices": [{"index": "0", "delta": {"content": "hi"}, "finish_reason": "stop"}]},
