@@ -23,6 +23,7 @@ from trio_invoke import (
     ToolCall,
     ToolDefinition,
 )
+from trio_invoke.providers._http import encode_json
 from trio_invoke.providers.anthropic._wire import (
     wire_conversation,
     wire_tool_choice,
@@ -199,11 +200,24 @@ def test_is_error_survives_storage() -> None:
 
 @pytest.mark.parametrize(
     ("arguments", "sent"),
-    [("", {}), ("{}", {}), ("[1]", {}), ('{"a": ', {}), ('{"a": [1]}', {"a": [1]})],
+    [
+        ("", {}),
+        ("{}", {}),
+        ("[1]", {}),
+        ('{"a": ', {}),
+        ('{"a": [1]}', {"a": [1]}),
+        # Python's json reads these, but they are not JSON: the loop refused them too
+        ('{"a": NaN}', {}),
+        ('{"a": [1, Infinity]}', {}),
+        ('{"a": -Infinity}', {}),
+        ('{"a": 1e400}', {}),
+    ],
 )
 def test_tool_use_input_is_an_object(arguments: str, sent: dict[str, Any]) -> None:
-    _, messages = wire_conversation([ChatMessage.assistant("", [ToolCall("t", "f", arguments)])])
+    conversation = [ChatMessage.assistant("", [ToolCall("t", "f", arguments)])]
+    _, messages = wire_conversation(conversation)
     assert messages[0]["content"][0]["input"] == sent
+    encode_json(body(conversation))  # the request is JSON
 
 
 def test_a_tools_image_goes_inside_its_tool_result() -> None:

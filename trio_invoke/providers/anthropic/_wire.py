@@ -11,7 +11,8 @@ takes it.
 * An assistant message goes as its thinking blocks (``provider_data["thinking_blocks"]``, exactly
   as the API sent them: the signatures are checked), then its text, then a ``tool_use`` block per
   call in call order, the arguments as the ``input`` object (arguments that are not a JSON
-  object go as ``{}``: the call's result tells the model what was wrong). Reasoning without
+  object, ``NaN`` or ``Infinity`` in them included, go as ``{}``: the call's result tells the
+  model what was wrong). Reasoning without
   thinking blocks (from another provider) is not sent: the API takes only signed thinking.
 * The tool messages answering one batch become ``tool_result`` blocks in one user message, in
   call order, with ``is_error`` for error results (a tool message marked
@@ -34,9 +35,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..._content import ContentPart, ImagePart, RawPart, TextPart, json_copy
-from ..._exceptions import ConfigurationError
+from ..._exceptions import ArgumentsError, ConfigurationError
 from ..._messages import ChatMessage, MessageRole
 from ..._tools import ToolDefinition
+from ..._validate import parse_arguments
 from ._decode import THINKING_BLOCKS
 
 __all__ = ["wire_conversation", "wire_tool_choice", "wire_tools"]
@@ -128,11 +130,12 @@ def _thinking(message: ChatMessage) -> list[dict[str, Any]]:
 
 
 def _input(arguments: str) -> dict[str, Any]:
+    """The arguments as the loop reads them (:func:`parse_arguments`: ``NaN``, ``Infinity`` and
+    ``1e400`` are not JSON), or ``{}`` where the loop answered the call with an error."""
     try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+        return parse_arguments(arguments)
+    except ArgumentsError:
         return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _tool_result(message: ChatMessage) -> dict[str, Any]:
