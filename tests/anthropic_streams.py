@@ -164,6 +164,34 @@ UNKNOWN = (  # server tool blocks, an event type and a delta type the decoder do
     + event("content_block_stop", index=2)
     + message_end()
 )
+MCP_USE = {  # the MCP connector's blocks, as the API streams them
+    "type": "mcp_tool_use",
+    "id": "mcptoolu_014Q35RayjACSWkSj4X2yov1",
+    "name": "echo",
+    "server_name": "example-mcp",
+    "input": {},
+}
+MCP_RESULT = {
+    "type": "mcp_tool_result",
+    "tool_use_id": "mcptoolu_014Q35RayjACSWkSj4X2yov1",
+    "is_error": False,
+    "content": [{"type": "text", "text": "hi"}],
+}
+MCP = (  # an MCP connector tool's input in input_json_delta pieces, as a tool_use's
+    message_start()
+    + event("content_block_start", index=0, content_block=MCP_USE)
+    + event("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": ""})
+    + event(
+        "content_block_delta",
+        index=0,
+        delta={"type": "input_json_delta", "partial_json": '{"text": "hi"}'},
+    )
+    + event("content_block_stop", index=0)
+    + event("content_block_start", index=1, content_block=MCP_RESULT)
+    + event("content_block_stop", index=1)
+    + text_block(2, "The server echoed hi.")
+    + message_end()
+)
 SHAPED = {
     "text": TEXT,
     "parallel": PARALLEL,
@@ -173,6 +201,7 @@ SHAPED = {
     "error": ERROR_MIDWAY,
     "cached": CACHED,
     "unknown": UNKNOWN,
+    "mcp": MCP,
 }
 """Anthropic-shaped bodies by name."""
 

@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 from anthropic_streams import (
     CACHED,
+    MCP,
+    MCP_RESULT,
+    MCP_USE,
     NO_ARGUMENTS,
     PARALLEL,
     REDACTED,
@@ -315,6 +318,108 @@ def test_unknown_events_blocks_and_deltas_are_skipped_but_kept_in_the_blocks() -
     ]
 
 
+OTHER_DELTAS = [
+    {"type": "text_delta", "text": "not the model's answer"},
+    {"type": "thinking_delta", "thinking": "not the model's reasoning"},
+    {"type": "signature_delta", "signature": "Sig=="},
+    {"type": "input_json_delta", "partial_json": 5},
+    {"type": "future_delta", "x": 1},
+]
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        MCP_USE,
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+        {"type": "future_tool_use", "id": "futu_1", "name": "f", "input": {}},
+    ],
+    ids=["mcp_tool_use", "server_tool_use", "a type Anthropic adds"],
+)
+def test_deltas_on_a_block_the_decoder_does_not_model_are_never_fatal(
+    start: dict[str, Any],
+) -> None:
+    # The API streams the input of server tools and MCP connector tools in input_json_delta
+    # pieces, as a tool_use's: the pieces make the block's input, and no update comes of them
+    # (nor of any other delta on such a block). Only a tool_use block is a call of the loop's.
+    pieces = ["", '{"text": ', '"hi"}']
+    deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+    deltas[2:2] = OTHER_DELTAS
+    raw = (
+        message_start()
+        + event("content_block_start", index=0, content_block=start)
+        + b"".join(event("content_block_delta", index=0, delta=delta) for delta in deltas)
+        + event("content_block_stop", index=0)
+        + event("content_block_start", index=1, content_block=MCP_RESULT)
+        + event("content_block_stop", index=1)
+        + text_block(2, "The server echoed hi.")
+        + message_end()
+    )
+    decoder = AnthropicDecoder()
+    assert decode([raw], decoder) == [
+        TextDelta("The server echoed hi."),
+        Finish(FinishReason.STOP, Usage(25, 40)),
+    ]
+    assert decoder.blocks == [
+        {**start, "input": {"text": "hi"}},
+        MCP_RESULT,
+        {"type": "text", "text": "The server echoed hi."},
+    ]
+
+
+def test_an_mcp_connector_tool_is_kept_in_the_blocks_not_called() -> None:
+    decoder = AnthropicDecoder()
+    assert decode([MCP], decoder) == [
+        TextDelta("The server echoed hi."),
+        Finish(FinishReason.STOP, Usage(25, 40)),
+    ]
+    assert decoder.blocks[0] == {**MCP_USE, "input": {"text": "hi"}}
+
+
+@pytest.mark.parametrize(
+    ("start", "deltas", "expected"),
+    [
+        (
+            {"type": "compaction", "content": None},
+            [{"type": "compaction_delta", "content": "Summary."}],
+            {"type": "compaction", "content": "Summary."},
+        ),
+        (
+            {"type": "compaction", "content": "", "encrypted_content": ""},
+            [{"type": "compaction_delta", "content": "Summary.", "encrypted_content": "EqQB=="}],
+            {"type": "compaction", "content": "Summary.", "encrypted_content": "EqQB=="},
+        ),
+        (  # each delta holds the fields whole, as the API's SDKs read it: the last one holds
+            {"type": "compaction", "content": "partial"},
+            [
+                {"type": "compaction_delta", "content": "A first summary."},
+                {"type": "compaction_delta", "content": "The summary."},
+            ],
+            {"type": "compaction", "content": "The summary."},
+        ),
+        (  # a compaction_delta belongs to a compaction block: elsewhere it is skipped
+            {"type": "future_block", "content": None},
+            [{"type": "compaction_delta", "content": "Summary."}],
+            {"type": "future_block", "content": None},
+        ),
+    ],
+)
+def test_a_compaction_blocks_delta_brings_its_content(
+    start: dict[str, Any], deltas: list[dict[str, Any]], expected: dict[str, Any]
+) -> None:
+    raw = (
+        message_start()
+        + event("content_block_start", index=0, content_block=start)
+        + b"".join(event("content_block_delta", index=0, delta=delta) for delta in deltas)
+        + event("content_block_stop", index=0)
+        + text_block(1, "Hello!")
+        + message_end()
+    )
+    decoder = AnthropicDecoder()
+    assert decode([raw], decoder) == [TextDelta("Hello!"), Finish(FinishReason.STOP, Usage(25, 40))]
+    assert decoder.blocks == [expected, {"type": "text", "text": "Hello!"}]
+
+
 def test_blocks_are_the_content_as_the_api_returns_it() -> None:
     decoder = AnthropicDecoder()
     decode([THINKING], decoder)
@@ -406,6 +511,16 @@ def test_an_error_event_named_only_by_the_sse_event_field() -> None:
                 delta={"type": "input_json_delta", "partial_json": "{"},
             ),
             "input_json_delta for a text block",
+        ),
+        (
+            message_start()
+            + event(
+                "content_block_start",
+                index=0,
+                content_block={"type": "tool_use", "id": "t", "name": "f", "input": {}},
+            )
+            + event("content_block_delta", index=0, delta={"type": "text_delta", "text": "x"}),
+            "text_delta for a tool_use block",
         ),
         (
             message_start()
@@ -625,7 +740,11 @@ def test_recorded_compaction_with_cache_reads() -> None:
     assert updates[-1] == Finish(
         FinishReason.STOP, Usage(100 + 55096 + 181, 83 + 8, cache_read_input_tokens=55096)
     )
-    assert [b["type"] for b in decoder.blocks] == ["compaction", "text"]
+    compaction, text = decoder.blocks
+    assert compaction["type"] == "compaction"
+    assert compaction["content"].startswith("The user provided a very long context")
+    assert compaction["content"].endswith("Next step: Say hello to the user.")
+    assert text == {"type": "text", "text": "Hello! 👋"}
 
 
 def test_recorded_max_tokens_inside_a_tool_call() -> None:

@@ -13,21 +13,29 @@ from recorded import recorded, recorded_json
 
 from trio_invoke import (
     AnthropicChatClient,
+    CallNext,
     ChatMessage,
     ConfigurationError,
+    FunctionInvokingChatClient,
     ImagePart,
     MessageRole,
     RawPart,
     RunOptions,
+    ScriptedChatClient,
     TextPart,
     ToolCall,
+    ToolCalled,
+    ToolContext,
     ToolDefinition,
+    tool,
 )
+from trio_invoke.providers._http import encode_json
 from trio_invoke.providers.anthropic._wire import (
     wire_conversation,
     wire_tool_choice,
     wire_tools,
 )
+from trio_invoke.testing import run_to_completion, tool_calls_response
 
 CALL_1 = ToolCall("toolu_1", "get_weather", '{"city": "Paris"}')
 CALL_2 = ToolCall("toolu_2", "get_time", '{"zone": "Europe/Paris"}')
@@ -191,6 +199,38 @@ def test_is_error_marks_error_results(result: ChatMessage, flagged: bool) -> Non
     assert block.get("is_error", False) is flagged
 
 
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return "Error: 3 lines matched in app.log" if key == "log" else "found"
+
+
+async def deny_secrets(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    if context.arguments["key"] == "secret":
+        return ToolCalled(context.call, "Denied by policy.", is_error=True)
+    return await call_next(context)
+
+
+async def test_tool_results_carry_the_loops_is_error() -> None:
+    # The loop knows each result's is_error; the text need not say it: a middleware refuses in
+    # its own words, a tool succeeds with text that reads "Error: ...".
+    calls = [
+        ToolCall("toolu_a", "lookup", '{"key": "secret"}'),
+        ToolCall("toolu_b", "lookup", '{"key": "log"}'),
+        ToolCall("toolu_c", "lookup", '{"key": "plain"}'),
+        ToolCall("toolu_d", "nope", "{}"),  # the loop's own error result
+    ]
+    model = ScriptedChatClient([tool_calls_response(*calls), "done"])
+    agent = FunctionInvokingChatClient(model, [lookup], middleware=[deny_secrets])
+    result = await run_to_completion(agent, [ChatMessage.user("go")])
+    called = {c.call.id: c.is_error for c in result.updates if isinstance(c, ToolCalled)}
+    assert called == {"toolu_a": True, "toolu_b": False, "toolu_c": False, "toolu_d": True}
+    sent = body([ChatMessage.user("go"), *result.messages])
+    results = [b for m in sent["messages"] for b in m["content"] if b["type"] == "tool_result"]
+    assert {b["tool_use_id"]: b.get("is_error", False) for b in results} == called
+    assert [b.get("is_error") for b in results] == [True, None, None, True]  # only true is sent
+
+
 def test_is_error_survives_storage() -> None:
     message = ChatMessage.tool_result(CALL_1, "nope", is_error=True)
     assert message.to_dict()["is_error"] is True
@@ -199,11 +239,24 @@ def test_is_error_survives_storage() -> None:
 
 @pytest.mark.parametrize(
     ("arguments", "sent"),
-    [("", {}), ("{}", {}), ("[1]", {}), ('{"a": ', {}), ('{"a": [1]}', {"a": [1]})],
+    [
+        ("", {}),
+        ("{}", {}),
+        ("[1]", {}),
+        ('{"a": ', {}),
+        ('{"a": [1]}', {"a": [1]}),
+        # Python's json reads these, but they are not JSON: the loop refused them too
+        ('{"a": NaN}', {}),
+        ('{"a": [1, Infinity]}', {}),
+        ('{"a": -Infinity}', {}),
+        ('{"a": 1e400}', {}),
+    ],
 )
 def test_tool_use_input_is_an_object(arguments: str, sent: dict[str, Any]) -> None:
-    _, messages = wire_conversation([ChatMessage.assistant("", [ToolCall("t", "f", arguments)])])
+    conversation = [ChatMessage.assistant("", [ToolCall("t", "f", arguments)])]
+    _, messages = wire_conversation(conversation)
     assert messages[0]["content"][0]["input"] == sent
+    encode_json(body(conversation))  # the request is JSON
 
 
 def test_a_tools_image_goes_inside_its_tool_result() -> None:

@@ -1,11 +1,13 @@
-"""What the HTTP clients share (providers/_http.py): settings, the retry policy, the progress
-deadline on a streamed body, httpx2 on Trio. Real HTTP over loopback (tests/sse_server.py)."""
+"""What the HTTP clients share (providers/_http.py): settings, the request body's JSON, the retry
+policy, the progress deadline on a streamed body, httpx2 on Trio. Real HTTP over loopback
+(tests/sse_server.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import math
+import re
 from typing import Any
 
 import httpx2
@@ -16,6 +18,7 @@ import trio.testing
 from sse_server import Reply, SSEServer, no_resource_warnings
 
 from trio_invoke import (
+    AnthropicChatClient,
     ChatMessage,
     ConfigurationError,
     Finish,
@@ -23,6 +26,7 @@ from trio_invoke import (
     HTTPStatusError,
     ModelTimeoutError,
     OpenAIChatClient,
+    RunOptions,
     TextDelta,
 )
 from trio_invoke._updates import AgentResponseUpdate
@@ -127,6 +131,39 @@ def test_the_client_is_an_attrs_class_with_the_same_signature() -> None:
     ]
     assert all(p.kind is p.KEYWORD_ONLY for name, p in parameters.items() if name != "model")
     assert "sk-secret" not in repr(OpenAIChatClient("m", api_key="sk-secret"))
+
+
+# -- the request body ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("where", ["a client option", "a run option", "inside a run option"])
+async def test_nan_or_an_infinity_in_the_body_is_a_configuration_error_naming_its_place(
+    server: SSEServer, client: str, value: float, where: str
+) -> None:
+    # json.dumps writes them as the bare tokens NaN, Infinity and -Infinity, which are not
+    # JSON: no request goes out, and the error says which value it was and where.
+    inside = where == "inside a run option"
+    option = {"metadata": {"scores": [0.5, value]}} if inside else {"temperature": value}
+    pointer = "#/metadata/scores/1" if inside else "#/temperature"
+    settings: dict[str, Any] = {"model_options": option} if where == "a client option" else {}
+    options = None if where == "a client option" else RunOptions(model_options=option)
+    model: OpenAIChatClient | AnthropicChatClient
+    if client == "openai":
+        model = OpenAIChatClient("m", base_url=server.url, max_retries=0, **settings)
+    else:
+        model = AnthropicChatClient(
+            "claude-x", base_url=server.root, api_key="k", max_retries=0, **settings
+        )
+    shown = (
+        f"the request body is not JSON-serialisable: {value!r} at {pointer} is not a JSON number"
+    )
+    with trio.fail_after(10), pytest.raises(ConfigurationError, match=re.escape(shown)):
+        async with model.run(USER, options) as stream:
+            async for _ in stream:
+                pass
+    assert server.requests == []
 
 
 def error(status: int, retry_after: float | None = None) -> HTTPStatusError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -12,6 +13,7 @@ import trio.testing
 from trio_invoke import (
     ApprovalError,
     ApprovalRequiredTool,
+    CallNext,
     ChatClientError,
     ChatMessage,
     ConfigurationError,
@@ -32,6 +34,7 @@ from trio_invoke import (
     ToolCalled,
     ToolCallEnd,
     ToolCallStart,
+    ToolContext,
     Usage,
     tool,
 )
@@ -301,6 +304,54 @@ async def test_bad_calls_become_error_results_naming_the_problem(
     assert called.result == expected
     assert result.messages[1].content == called.result
     assert result.updates[-1] == Finish(FinishReason.STOP)  # the model got to answer
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return "Error: 3 lines matched in app.log" if key == "log" else "found"
+
+
+async def refuse(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    """Refuses some keys itself: in its own words, or in the loop's."""
+    if context.arguments.get("key") == "secret":
+        return ToolCalled(context.call, "Denied by policy.", is_error=True)
+    if context.arguments.get("key") == "other":
+        return ToolCalled(context.call, "Error: denied by policy", is_error=True)
+    return await call_next(context)
+
+
+async def test_a_tool_message_is_marked_is_error_only_where_its_text_says_otherwise() -> None:
+    # A tool message that reads "Error: ..." is an error result to a provider that takes the
+    # flag (Anthropic's tool_result is_error) unless it is marked otherwise. The loop marks the
+    # results whose text misleads -- an error in a middleware's own words, a success that reads
+    # "Error: ..." -- and no other: the rest are the messages a user would build by hand.
+    calls = {
+        "plain": ToolCall("c1", "lookup", '{"key": "plain"}'),
+        "success that reads as an error": ToolCall("c2", "lookup", '{"key": "log"}'),
+        "error in the middleware's words": ToolCall("c3", "lookup", '{"key": "secret"}'),
+        "error in the loop's words": ToolCall("c4", "lookup", '{"key": "other"}'),
+        "unknown tool": ToolCall("c5", "nope", "{}"),
+        "invalid arguments": ToolCall("c6", "lookup", "{}"),
+        "the tool raised": ToolCall("c7", "boom", "{}"),
+    }
+    model = ScriptedChatClient([tool_calls_response(*calls.values()), "done"])
+    agent = FunctionInvokingChatClient(model, [lookup, boom], middleware=[refuse])
+    result = await run_to_completion(agent, USER)
+    called = {c.call.id: c for c in of_type(result.updates, ToolCalled)}
+    marks = {
+        "success that reads as an error": {"is_error": False},
+        "error in the middleware's words": {"is_error": True},
+    }
+    messages = {m.tool_call_id: m for m in result.messages if m.role is MessageRole.TOOL}
+    for what, call in calls.items():
+        expected = ChatMessage.tool_result(call, called[call.id].result)
+        if what in marks:
+            expected = attrs.evolve(expected, provider_data=marks[what])
+        assert messages[call.id] == expected, what
+        assert messages[call.id].provider_data == marks.get(what, {}), what
+    assert [called[c.id].is_error for c in calls.values()] == [False, False, *[True] * 5]
+    assert_transcript_valid([*USER, *result.messages])
 
 
 async def test_empty_arguments_mean_empty_object() -> None:

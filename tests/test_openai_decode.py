@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -388,6 +389,34 @@ def test_pieces_by_id_find_a_call_that_started_with_an_index() -> None:
     ) == [ToolCall("c1", "f", '{"a": 1}')]
 
 
+@pytest.mark.parametrize("index", [int, str], ids=["integer index", "string index"])
+@pytest.mark.parametrize("calls", [2, 3])
+def test_calls_that_share_an_id_stay_whole_when_every_piece_repeats_it(
+    calls: int, index: type[Any]
+) -> None:
+    # Parallel calls that the server gave one id, each piece repeating it and the name (as
+    # servers that send whole calls do): the calls after the first are renamed to be unique,
+    # and each piece still goes to the call at its index, never starting another.
+    names = [f"tool_{n}" for n in range(calls)]
+    found = calls_of(
+        *(
+            [call(index(n), "same", names[n], text) for n in range(calls)]
+            for text in ('{"n": ', "1", "}")
+        )
+    )
+    assert [(c.name, c.arguments) for c in found] == [(name, '{"n": 1}') for name in names]
+    assert [c.id for c in found] == ["same", *(f"same_{n}" for n in range(1, calls))]
+    # A new id and a name at the index of a renamed call is still a new call.
+    assert calls_of(
+        [call(0, "same", "f", "{}"), call(1, "same", "g", '{"a": 1}')],
+        [call(1, "other", "h", '{"b": 2}')],  # a server that reuses index 1
+    ) == [
+        ToolCall("same", "f", "{}"),
+        ToolCall("same_1", "g", '{"a": 1}'),
+        ToolCall("other", "h", '{"b": 2}'),
+    ]
+
+
 def test_a_string_choice_index_is_choice_zero() -> None:
     raw = sse(
         {"choices": [{"index": "0", "delta": {"content": "hi"}, "finish_reason": "stop"}]},
@@ -459,7 +488,10 @@ def test_recorded_deepseek_reasoning_then_a_tool_call() -> None:
     assert message.tool_calls == (
         ToolCall("call_00_IhCAliIHtM9gKpgfqbBV9873", "weather", '{"location": "San Francisco"}'),
     )
-    assert updates[-1] == Finish(FinishReason.TOOL_CALLS, Usage(374, 61))
+    # prompt_tokens_details.cached_tokens and DeepSeek's prompt_cache_hit_tokens both say 256
+    assert updates[-1] == Finish(
+        FinishReason.TOOL_CALLS, Usage(374, 61, cache_read_input_tokens=256)
+    )
 
 
 OPENROUTER = "openrouter/claude-sonnet-4-reasoning_details-tool-call"
@@ -648,6 +680,62 @@ def test_usage_after_done_does_not_count() -> None:
         vllm(None, usage=counts(50, 10)),
     )
     assert updates[-1] == Finish(FinishReason.STOP, Usage(5, 1))
+
+
+def test_recorded_cache_counts() -> None:
+    glm = decode([recorded("zai/glm-4.5-reasoning_content-tool-call.sse")])[-1]
+    assert glm == Finish(FinishReason.TOOL_CALLS, Usage(179, 72, cache_read_input_tokens=43))
+    openrouter = decode([recorded(f"{OPENROUTER}.sse")])[-1]  # reports 0 read and 0 written
+    assert openrouter == Finish(FinishReason.TOOL_CALLS, Usage(424, 110))
+
+
+@pytest.mark.parametrize(
+    ("reported", "expected"),
+    [
+        (
+            {"prompt_tokens_details": {"cached_tokens": 1024}},
+            Usage(2000, 10, cache_read_input_tokens=1024),
+        ),
+        (
+            {"prompt_cache_hit_tokens": 512, "prompt_cache_miss_tokens": 1488},
+            Usage(2000, 10, cache_read_input_tokens=512),
+        ),
+        (  # both: OpenAI's field counts
+            {"prompt_tokens_details": {"cached_tokens": 300}, "prompt_cache_hit_tokens": 299},
+            Usage(2000, 10, cache_read_input_tokens=300),
+        ),
+        (
+            {"prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 1900}},
+            Usage(2000, 10, cache_creation_input_tokens=1900),
+        ),
+        ({"prompt_tokens_details": None}, Usage(2000, 10)),
+        ({"prompt_tokens_details": {"audio_tokens": 0}}, Usage(2000, 10)),
+    ],
+)
+def test_usage_counts_the_tokens_the_prompt_cache_served_and_stored(
+    reported: dict[str, Any], expected: Usage
+) -> None:
+    updates = decode_events(vllm({"content": "ok"}, "stop", usage=counts(2000, 10) | reported))
+    assert updates[-1] == Finish(FinishReason.STOP, expected)
+
+
+@pytest.mark.parametrize("bad", [-1, "256", 2.5, True, None, [256], {"n": 256}, math.nan])
+def test_a_usage_count_that_is_not_an_integer_of_at_least_0_is_ignored(bad: Any) -> None:
+    reported = {
+        "prompt_tokens": bad,
+        "completion_tokens": bad,
+        "prompt_tokens_details": {"cached_tokens": bad, "cache_write_tokens": bad},
+        "prompt_cache_hit_tokens": bad,
+    }
+    assert decode_events(vllm({}, "stop", usage=reported))[-1] == Finish(FinishReason.STOP, Usage())
+    # A bad count in one place leaves the next place it may be in.
+    reported = counts(2000, 10) | {
+        "prompt_tokens_details": {"cached_tokens": bad},
+        "prompt_cache_hit_tokens": 64,
+    }
+    assert decode_events(vllm({}, "stop", usage=reported))[-1] == Finish(
+        FinishReason.STOP, Usage(2000, 10, cache_read_input_tokens=64)
+    )
 
 
 usage_fields = st.one_of(

@@ -4,19 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from recorded import recorded_json
 
 from trio_invoke import (
+    CallNext,
     ChatMessage,
     ConfigurationError,
+    FunctionInvokingChatClient,
     ImagePart,
     MessageRole,
     OpenAIChatClient,
+    ScriptedChatClient,
     TextPart,
     ToolCall,
+    ToolCalled,
+    ToolContext,
+    tool,
 )
 from trio_invoke.providers.openai._wire import FAMILIES, provider_family, wire_messages
+from trio_invoke.testing import run_to_completion, tool_calls_response
 
 CALL = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
 
@@ -216,6 +224,31 @@ def test_wire_messages_with_no_reasoning_leave_the_message_alone() -> None:
     for family in FAMILIES.values():
         for option in (None, True, False):
             assert wire_messages([message], family, option) == [message.to_dict()]
+
+
+async def test_the_loops_is_error_marks_are_not_sent() -> None:
+    # The loop marks a tool message is_error where its text says otherwise (for Anthropic's
+    # tool_result blocks); the chat-completions API has no such field and never gets it.
+    @tool
+    def grep() -> str:
+        """Search the log."""
+        return "Error: 3 lines matched in app.log"
+
+    async def deny(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        if context.call.id == "call_b":
+            return ToolCalled(context.call, "Denied by policy.", is_error=True)
+        return await call_next(context)
+
+    calls = [ToolCall("call_a", "grep", "{}"), ToolCall("call_b", "grep", "{}")]
+    model = ScriptedChatClient([tool_calls_response(*calls), "done"])
+    agent = FunctionInvokingChatClient(model, [grep], middleware=[deny])
+    result = await run_to_completion(agent, [ChatMessage.user("go")])
+    results = [m for m in result.messages if m.role is MessageRole.TOOL]
+    assert [m.provider_data.get("is_error") for m in results] == [False, True]
+    unmarked = [attrs.evolve(m, provider_data=None) for m in result.messages]
+    for family in FAMILIES.values():
+        assert wire_messages(result.messages, family) == wire_messages(unmarked, family)
+        assert not any("is_error" in m for m in wire_messages(result.messages, family))
 
 
 def test_the_sans_io_halves_import_without_httpx2() -> None:

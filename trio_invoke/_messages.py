@@ -30,6 +30,7 @@ tool calls becomes ``""``), and a tool call's missing ``"type"`` is written as `
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
@@ -64,7 +65,13 @@ REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 """The wire names of a message's reasoning, in the order ``from_dict`` looks for them."""
 _MESSAGE_KEYS: Final = frozenset({"role", "content", "tool_calls", "name", "tool_call_id"})
 _CALL_KEYS: Final = frozenset({"id", "type", "function"})
-_ERROR_RESULT: Final = MappingProxyType({"is_error": True})
+_LOOP_ERROR: Final = re.compile(r"(?:\[arguments replaced by the user: .*?\] )?Error: ", re.S)
+"""The loop's error text: ``"Error: ..."``, after the note of replaced arguments if any. The one
+definition of it: a tool message without ``provider_data["is_error"]`` is an error result when
+its text reads so (the Anthropic wire), and the loop marks a result only where that reading
+would be wrong (:func:`_loop_tool_result`)."""
+_ERROR_MARK: Final = MappingProxyType({"is_error": True})
+_SUCCESS_MARK: Final = MappingProxyType({"is_error": False})
 
 
 class MessageRole(enum.Enum):
@@ -349,9 +356,11 @@ class ChatMessage:
         ``is_error=True`` marks a result that reports a failure: it is kept as
         ``provider_data["is_error"]``, which providers that take the flag get (Anthropic's
         ``tool_result`` blocks); the chat-completions API has no such field and is not sent it.
-        (The loop's own error results need no mark: they read ``"Error: ..."``.)
+        (The loop's own error results need no mark: they read ``"Error: ..."``. The loop marks
+        a result only where its text says otherwise: an error in a middleware's own words, or a
+        success that reads ``"Error: ..."``, which is marked ``{"is_error": False}``.)
         """
-        data = _ERROR_RESULT if is_error else None
+        data = _ERROR_MARK if is_error else None
         return cls(
             MessageRole.TOOL, result, name=call.name, tool_call_id=call.id, provider_data=data
         )
@@ -466,6 +475,19 @@ class ChatMessage:
             reasoning_field=reasoning_field,
             provider_data=_json(extra, "message"),
         )
+
+
+def _loop_tool_result(
+    call: ToolCall, content: str | tuple[ContentPart, ...], *, is_error: bool
+) -> ChatMessage:
+    """The tool message the loop writes for a call's result: ``provider_data["is_error"]`` only
+    where the text, read as ``_LOOP_ERROR`` says, would tell otherwise than ``is_error``.
+    So in the common case -- a success, or the loop's own ``"Error: ..."`` -- it is exactly
+    ``ChatMessage.tool_result(call, content)``, the message a user would build by hand."""
+    message = ChatMessage.tool_result(call, content)
+    if (_LOOP_ERROR.match(message.text) is not None) == bool(is_error):
+        return message
+    return attrs.evolve(message, provider_data=_ERROR_MARK if is_error else _SUCCESS_MARK)
 
 
 @attrs.frozen(repr=False)

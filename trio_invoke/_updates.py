@@ -225,7 +225,9 @@ class ToolCalled:
     """The text sent back to the model as the tool message."""
     is_error: bool
     """Whether the result reports a failure (bad arguments, an exception, a time-out, a
-    rejection, a cancellation, a call that was not run)."""
+    rejection, a cancellation, a call that was not run). Providers that take the flag
+    (Anthropic's ``tool_result``) are sent it, whatever :attr:`result` reads: the tool message
+    is marked ``provider_data["is_error"]`` where the text says otherwise."""
     duration: float = attrs.field(default=0.0, kw_only=True, eq=False)
     """Seconds (``trio.current_time()``) from the call's start to its result; 0 if it never ran."""
     exception: BaseException | None = attrs.field(default=None, kw_only=True, eq=False)

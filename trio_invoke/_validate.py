@@ -47,6 +47,7 @@ from ._exceptions import ArgumentsError, ToolDefinitionError
 __all__ = [
     "compile_validator",
     "json_type_name",
+    "non_finite",
     "parse_arguments",
     "seed_errors",
     "validate_against_schema",
@@ -445,17 +446,18 @@ def _canonical(schema: Mapping[str, Any]) -> str:
     try:
         return json.dumps(schema, sort_keys=True, default=plain, allow_nan=False)
     except ValueError as exc:  # NaN or infinity, or a schema that contains itself
-        where = _non_finite(schema)
+        where = non_finite(schema)
         problem = f"{where[1]!r} at {where[0]} is not a JSON number: " if where else ""
         raise ToolDefinitionError(f"invalid JSON Schema: not JSON ({problem}{exc})") from exc
     except (TypeError, RecursionError) as exc:
         raise ToolDefinitionError(f"invalid JSON Schema: not JSON ({exc})") from exc
 
 
-def _non_finite(schema: Mapping[str, Any]) -> tuple[str, float] | None:
-    """The JSON pointer and value of the first NaN or infinity in ``schema``, if any."""
-    stack: list[tuple[object, str]] = [(schema, "#")]
-    seen: set[int] = set()  # a schema that contains itself is not JSON either
+def non_finite(data: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The JSON pointer and value of the first NaN or infinity in ``data`` (a schema, a
+    request body), if any: what ``json.dumps(..., allow_nan=False)`` refuses."""
+    stack: list[tuple[object, str]] = [(data, "#")]
+    seen: set[int] = set()  # a value that contains itself is not JSON either
     while stack:
         value, where = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):

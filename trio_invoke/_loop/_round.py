@@ -35,7 +35,7 @@ import trio
 
 from .._accumulate import ToolCallAccumulator
 from .._exceptions import ChatClientError, StopLoop, StreamProtocolError, TrioInvokeError
-from .._messages import ChatMessage, FinishReason, ToolCall
+from .._messages import ChatMessage, FinishReason, ToolCall, _loop_tool_result
 from .._options import ToolApprovalResponse
 from .._updates import (
     MODEL_UPDATES,
@@ -141,14 +141,15 @@ class Round:
 
     def messages(self) -> list[ChatMessage]:
         """The round's messages: the assistant message (unless resuming), then one tool message
-        per answered call, in call order."""
+        per answered call, in call order, marked ``is_error`` where its text does not say it
+        (``_messages._loop_tool_result``)."""
         turn = self._turn
         assert turn is not None
         out = [turn.message] if turn.message is not None else []
         for call in turn.calls:
             called = self._results.get(call.id)
             if called is not None:
-                out.append(ChatMessage.tool_result(call, called.content))
+                out.append(_loop_tool_result(call, called.content, is_error=called.is_error))
         return out
 
     def settle(self, *, not_started: str, started: str) -> list[AgentResponseUpdate]:

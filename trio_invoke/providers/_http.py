@@ -59,6 +59,7 @@ from .._exceptions import (
 )
 from .._text import wire_text
 from .._updates import AgentResponseUpdate
+from .._validate import non_finite
 from ._sse import ServerSentEvent, SSEParser
 
 __all__ = [
@@ -201,12 +202,17 @@ def encode_json(body: Mapping[str, Any]) -> bytes:
     (:func:`~trio_invoke._text.wire_text`: a lone surrogate becomes U+FFFD).
 
     Raises:
-        ConfigurationError: the body holds something that is not JSON.
+        ConfigurationError: the body holds something that is not JSON: a value of a type JSON
+            does not have, a container that holds itself, or NaN or an infinity (which
+            ``json.dumps`` would write as the bare tokens ``NaN`` and ``Infinity``, not JSON);
+            the message names its place.
     """
     try:
-        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"the request body is not JSON-serialisable: {exc}") from exc
+        found = non_finite(body) if isinstance(exc, ValueError) else None
+        problem = f"{found[1]!r} at {found[0]} is not a JSON number" if found else str(exc)
+        raise ConfigurationError(f"the request body is not JSON-serialisable: {problem}") from exc
     try:
         return text.encode()
     except UnicodeEncodeError:

@@ -328,7 +328,8 @@ class AnthropicChatClient(Pooled):
             ModelResponseError: the stream was malformed, ended early, or carried an ``error``
                 event (``overloaded_error`` mid-stream: its ``error_type``); raised while
                 iterating, after the updates that came before it.
-            ConfigurationError: the request cannot be built (see :meth:`request_body`).
+            ConfigurationError: the request cannot be built (see :meth:`request_body`), or
+                its body is not JSON (a NaN or an infinity in an option; nothing is sent).
 
         Cancellation: cancelling the surrounding scope, or leaving the ``async with`` early,
         closes the HTTP response and its connection before the block exits; updates not yet

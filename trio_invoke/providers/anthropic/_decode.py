@@ -25,9 +25,14 @@ turns them into updates:
 * an ``error`` event into :class:`ModelResponseError` with the error's type and message.
 
 Event, block and delta types the decoder does not know are skipped -- Anthropic adds them
-(``server_tool_use``, ``web_search_tool_result``, ``citations_delta``, ``compaction``, ...) --
-but kept in :attr:`AnthropicDecoder.blocks`, the response's content as the API would return it,
-which is what a ``pause_turn`` continuation sends back.
+(``server_tool_use``, ``mcp_tool_use``, ``web_search_tool_result``, ``citations_delta``,
+``compaction``, ...) -- but kept in :attr:`AnthropicDecoder.blocks`, the response's content as
+the API would return it, which is what a ``pause_turn`` continuation sends back. Only the blocks
+above are modelled: a delta of any type on a block of any other type is never fatal. The
+``input_json_delta`` pieces of such a block (a server tool's, an MCP connector tool's) make its
+``input`` in :attr:`AnthropicDecoder.blocks`, as the API returns it, and a ``compaction``
+block's ``compaction_delta`` brings its ``content`` (the summary) whole; other deltas on such a
+block are skipped. Only a ``tool_use`` block is a call of the loop's.
 """
 
 from __future__ import annotations
@@ -74,6 +79,9 @@ STOP_REASONS: Final = {
 """The API's stop reasons and what they mean here; ``pause_turn`` is the client's to handle
 (see :attr:`AnthropicDecoder.paused`), and an unknown reason is ``STOP``."""
 PAUSE_TURN: Final = "pause_turn"
+_MODELLED: Final = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
+"""The block types the decoder turns into updates: a delta of a known type that does not fit
+one of these is a broken stream. A delta on a block of any other type is never fatal."""
 _PREVIEW: Final = 300
 
 
@@ -92,7 +100,8 @@ class _Block:
     call_id: str | None = None
     """For a ``tool_use`` block: its id (a ``ToolCallStart`` went out)."""
     json: list[str] = attrs.field(factory=list)
-    """For ``tool_use`` and ``server_tool_use`` blocks: the ``input_json_delta`` pieces."""
+    """The ``input_json_delta`` pieces (of a ``tool_use`` block, or of a block the decoder does
+    not model: ``server_tool_use``, ``mcp_tool_use``, ...)."""
     open: bool = True
 
 
@@ -153,7 +162,7 @@ class AnthropicDecoder:
         out: list[dict[str, Any]] = []
         for block in self._order:
             raw = dict(block.raw)
-            if block.kind in ("tool_use", "server_tool_use") and block.json:
+            if block.json:
                 with contextlib.suppress(ValueError):  # cut short: the input as it started
                     raw["input"] = json.loads("".join(block.json))
             out.append(raw)
@@ -329,15 +338,22 @@ class AnthropicDecoder:
         kind = delta.get("type") if isinstance(delta, dict) else None
         if not isinstance(delta, dict) or not isinstance(kind, str):
             return []
+        if kind == "citations_delta":
+            citation = delta.get("citation")
+            if citation is not None:
+                block.raw["citations"] = [*(block.raw.get("citations") or ()), citation]
+            return []
+        if block.kind not in _MODELLED:
+            return self._other_delta(block, kind, delta)
         key = self._key(self._index(data, "content_block_delta"))
         if kind == "text_delta":
             text = self._piece(delta, "text", block, ("text",))
             block.raw["text"] = block.raw.get("text", "") + text
             return [TextDelta(text)] if text else []
         if kind == "input_json_delta":
-            piece = self._piece(delta, "partial_json", block, ("tool_use", "server_tool_use"))
+            piece = self._piece(delta, "partial_json", block, ("tool_use",))
             block.json.append(piece)
-            if block.call_id is None or not piece:  # a server tool's input: kept in .blocks
+            if block.call_id is None or not piece:
                 return []
             return [ToolCallArgs(block.call_id, piece)]
         if kind == "thinking_delta":
@@ -353,11 +369,23 @@ class AnthropicDecoder:
             signature = self._piece(delta, "signature", block, ("thinking",))
             block.raw["signature"] = block.raw.get("signature", "") + signature
             return [ProviderDataDelta(THINKING_BLOCKS, key, extend={"signature": signature})]
-        if kind == "citations_delta":
-            citation = delta.get("citation")
-            if citation is not None:
-                block.raw["citations"] = [*(block.raw.get("citations") or ()), citation]
         return []  # a delta type Anthropic added: skipped
+
+    @staticmethod
+    def _other_delta(
+        block: _Block, kind: str, delta: Mapping[str, Any]
+    ) -> list[AgentResponseUpdate]:
+        """A delta on a block the decoder does not model (see the module docstring): kept in
+        :attr:`blocks` where its place is known, never an update, never an error."""
+        piece = delta.get("partial_json")
+        if kind == "input_json_delta" and isinstance(piece, str):
+            block.json.append(piece)  # a server tool's input, an MCP connector tool's, ...
+        elif kind == "compaction_delta" and block.kind == "compaction":
+            # The block starts with "content": null; the delta brings its fields whole (the
+            # summary's "content", and "encrypted_content"), as the API's SDKs take it: they
+            # replace what the start had.
+            block.raw.update((key, value) for key, value in delta.items() if key != "type")
+        return []
 
     @staticmethod
     def _piece(delta: Mapping[str, Any], field: str, block: _Block, kinds: tuple[str, ...]) -> str:

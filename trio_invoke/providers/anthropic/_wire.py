@@ -11,11 +11,14 @@ takes it.
 * An assistant message goes as its thinking blocks (``provider_data["thinking_blocks"]``, exactly
   as the API sent them: the signatures are checked), then its text, then a ``tool_use`` block per
   call in call order, the arguments as the ``input`` object (arguments that are not a JSON
-  object go as ``{}``: the call's result tells the model what was wrong). Reasoning without
+  object, ``NaN`` or ``Infinity`` in them included, go as ``{}``: the call's result tells the
+  model what was wrong). Reasoning without
   thinking blocks (from another provider) is not sent: the API takes only signed thinking.
 * The tool messages answering one batch become ``tool_result`` blocks in one user message, in
-  call order, with ``is_error`` for error results (a tool message marked
-  ``provider_data["is_error"]``, or whose text is the loop's error result: ``"Error: ..."``).
+  call order, with ``is_error`` for error results: a tool message marked
+  ``provider_data["is_error"]`` true, or, with no mark, one whose text is the loop's error text
+  (``"Error: ..."``). The loop marks its results where the text would say otherwise (an
+  error in a middleware's words is marked true, a success that reads ``"Error: ..."`` false).
   A tool's images go inside its ``tool_result``, which takes image blocks.
 * Images: ``ImagePart`` data as a ``base64`` source, a URL as a ``url`` source. A ``RawPart`` goes
   as it is (an Anthropic ``document`` block, say). Keys of a part's ``provider_data``
@@ -29,20 +32,18 @@ takes it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..._content import ContentPart, ImagePart, RawPart, TextPart, json_copy
-from ..._exceptions import ConfigurationError
-from ..._messages import ChatMessage, MessageRole
+from ..._exceptions import ArgumentsError, ConfigurationError
+from ..._messages import _LOOP_ERROR, ChatMessage, MessageRole
 from ..._tools import ToolDefinition
+from ..._validate import parse_arguments
 from ._decode import THINKING_BLOCKS
 
 __all__ = ["wire_conversation", "wire_tool_choice", "wire_tools"]
 
-_ERROR_RESULT: Final = re.compile(r"(?:\[arguments replaced by the user: .*?\] )?Error: ", re.S)
-"""The loop's error results: ``"Error: ..."``, after the note of replaced arguments if any."""
 _THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -128,11 +129,12 @@ def _thinking(message: ChatMessage) -> list[dict[str, Any]]:
 
 
 def _input(arguments: str) -> dict[str, Any]:
+    """The arguments as the loop reads them (:func:`parse_arguments`: ``NaN``, ``Infinity`` and
+    ``1e400`` are not JSON), or ``{}`` where the loop answered the call with an error."""
     try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+        return parse_arguments(arguments)
+    except ArgumentsError:
         return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _tool_result(message: ChatMessage) -> dict[str, Any]:
@@ -144,7 +146,7 @@ def _tool_result(message: ChatMessage) -> dict[str, Any]:
         "content": content,
     }
     flag = message.provider_data.get("is_error")
-    if flag is True or (flag is None and _ERROR_RESULT.match(message.text)):
+    if flag is True or (flag is None and _LOOP_ERROR.match(message.text)):
         block["is_error"] = True
     return block
 

@@ -260,7 +260,8 @@ class OpenAIChatClient(Pooled):
                 made no progress for the read timeout (raised while iterating).
             ModelResponseError: the stream was malformed or ended early (raised while
                 iterating, after the updates that came before the problem).
-            ConfigurationError: the request cannot be built (see :meth:`request_body`).
+            ConfigurationError: the request cannot be built (see :meth:`request_body`), or
+                its body is not JSON (a NaN or an infinity in an option; nothing is sent).
 
         Cancellation: cancelling the surrounding scope, or leaving the ``async with`` early,
         closes the HTTP response and its connection before the block exits; updates not yet

@@ -19,6 +19,9 @@ continues the latest call: that is right for servers that send whole calls, or o
 pieces in a row, and the one thing a decoder cannot tell apart is two unnamed, unnumbered
 streams interleaved (they are credited to the latest call, whose arguments then fail to parse
 and go back to the model as an error result, not to another call).
+
+Call ids are unique in a response: a call whose id an earlier call has is renamed (``_1``,
+``_2``, ... appended), and its later pieces, which repeat the server's id, still go to it.
 """
 
 from __future__ import annotations
@@ -65,6 +68,10 @@ def preview(text: str, limit: int = PREVIEW) -> str:
 @attrs.define
 class _Call:
     id: str
+    """The call's id in the updates: the server's, made unique in the response."""
+    wire_id: str | None
+    """The id the server gave the call (``None`` if it gave none): what its later pieces
+    repeat, which :attr:`id` is not when the server gave two calls one id."""
     open: bool = True
 
 
@@ -232,8 +239,9 @@ class ChunkDecoder:
             key = f"?{position}"  # nothing to continue: a start, which needs a name
         current = self._calls.get(key)
         # A new id *and* a name at a known index is a new call (a server that reuses index 0);
-        # a new id alone is a server that renames every piece of one call.
-        if current is None or (name and call_id is not None and call_id != current.id):
+        # a new id alone is a server that renames every piece of one call. New to the server:
+        # the id it gave the call, not the one the call was renamed to.
+        if current is None or (name and call_id is not None and call_id != current.wire_id):
             if not name:
                 raise ModelResponseError(
                     f"tool call {key!r} started without a function name: "
@@ -245,7 +253,7 @@ class ChunkDecoder:
             new_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
             if new_id in self._used:
                 new_id = f"{new_id}_{len(self._order)}"  # ids must be unique in a response
-            current = _Call(new_id)
+            current = _Call(new_id, call_id)
             self._calls[key] = current
             self._ids.setdefault(new_id, key)
             if call_id is not None:
@@ -306,11 +314,30 @@ def _loads(data: str) -> Any:
 
 
 def _usage(data: Mapping[str, Any]) -> Usage:
-    def count(key: str) -> int:
-        value = data.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """The usage a chunk reports. ``prompt_tokens`` includes the cached tokens, which
+    ``prompt_tokens_details.cached_tokens`` counts (OpenAI, and DeepSeek, Z.ai and OpenRouter
+    too), else DeepSeek's own ``prompt_cache_hit_tokens``; OpenRouter counts the tokens written
+    to the cache in ``prompt_tokens_details.cache_write_tokens``. A count that is missing or not
+    an integer >= 0 is ignored (0, or the next place it may be)."""
+    details = data.get("prompt_tokens_details")
+    if not isinstance(details, Mapping):
+        details = {}
+    cached = _count(details, "cached_tokens")
+    if cached is None:
+        cached = _count(data, "prompt_cache_hit_tokens")
+    return Usage(
+        input_tokens=_count(data, "prompt_tokens") or 0,
+        output_tokens=_count(data, "completion_tokens") or 0,
+        cache_read_input_tokens=cached or 0,
+        cache_creation_input_tokens=_count(details, "cache_write_tokens") or 0,
+    )
 
-    return Usage(input_tokens=count("prompt_tokens"), output_tokens=count("completion_tokens"))
+
+def _count(data: Mapping[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 def error_message(body: str, reason_phrase: str) -> str:
