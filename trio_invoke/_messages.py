@@ -485,7 +485,9 @@ def _loop_tool_result(
     So in the common case -- a success, or the loop's own ``"Error: ..."`` -- it is exactly
     ``ChatMessage.tool_result(call, content)``, the message a user would build by hand."""
     message = ChatMessage.tool_result(call, content)
-    if (_LOOP_ERROR.match(message.text) is not None) == bool(is_error):
+    text = message.text
+    reads_as_error = "Error: " in text and _LOOP_ERROR.match(text) is not None  # (most don't)
+    if reads_as_error == bool(is_error):
         return message
     return attrs.evolve(message, provider_data=_ERROR_MARK if is_error else _SUCCESS_MARK)
 
