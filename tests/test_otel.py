@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,6 +23,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from trio_invoke import (
     AgentResponseUpdate,
+    CallNext,
     ChatMessage,
     Finish,
     FinishReason,
@@ -32,6 +33,8 @@ from trio_invoke import (
     TextDelta,
     ToolCall,
     ToolCalled,
+    ToolCallEnd,
+    ToolContext,
     Usage,
     tool,
 )
@@ -265,6 +268,75 @@ async def test_a_cancelled_model_call_and_a_caller_that_leaves_end_every_span(
     assert (chat[0].attributes or {})["error.type"] == "cancelled"
     assert (otel.named("invoke_agent")[0].attributes or {})["error.type"] == "cancelled"
     assert otel.opened.open == set()
+
+
+class OwnInterrupt(BaseException):
+    """A user's own BaseException: it travels like KeyboardInterrupt."""
+
+
+INTERRUPTS: list[Callable[[], BaseException]] = [
+    KeyboardInterrupt,
+    lambda: SystemExit(7),
+    OwnInterrupt,
+]
+
+
+@pytest.mark.parametrize("make", INTERRUPTS, ids=lambda make: type(make()).__name__)
+@pytest.mark.parametrize("where", ["tool", "sync tool", "middleware", "model", "caller"])
+@pytest.mark.parametrize("eager", [False, True])
+async def test_an_interrupt_from_anywhere_ends_every_span(
+    otel: Otel, make: Callable[[], BaseException], where: str, eager: bool
+) -> None:
+    # Real time: a sync tool's worker thread would race the autojump clock.
+    interrupt = make()
+
+    @tool
+    async def interrupts(topic: str) -> str:
+        """Raises the interrupt."""
+        await trio.sleep(0.01)
+        raise interrupt
+
+    @tool
+    def interrupts_in_thread(topic: str) -> str:
+        """Raises the interrupt in its worker thread."""
+        raise interrupt
+
+    async def middleware(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        if context.call.name == "interrupts":
+            raise interrupt
+        return await call_next(context)
+
+    first = {"tool": "interrupts", "sync tool": "interrupts_in_thread"}.get(where, "lookup")
+    model: Any = [batch(first, "lookup", "lookup"), "never reached"]
+    if where == "middleware":
+        model = [batch("lookup", "interrupts", "lookup"), "never reached"]
+    elif where == "model":  # mid-stream, a call (started early if eager) running
+        model = [[*batch("lookup")[:-1], TextDelta("and"), interrupt]]
+    scripted = ScriptedChatClient(model, delay=0.005)  # eager calls run while it streams
+    agent = FunctionInvokingChatClient(
+        scripted,
+        [lookup, interrupts, interrupts_in_thread],
+        telemetry=otel.telemetry(),
+        middleware=[middleware],
+        eager_tools=eager,
+    )
+    with trio.fail_after(10), pytest.raises(type(interrupt)) as raised:
+        async with agent.run(USER) as stream:
+            async for update in stream:
+                if where == "caller" and isinstance(update, ToolCallEnd):
+                    raise interrupt  # the caller's own Ctrl-C, its tools still running
+    assert raised.value is interrupt
+    assert otel.opened.open == set(), [s.name for s in otel.spans()]
+    name = type(interrupt).__name__
+    (run,) = otel.named("invoke_agent")  # (a caller that leaves cancels its run, as a break does)
+    assert (run.attributes or {})["error.type"] == ("cancelled" if where == "caller" else name)
+    assert run.status.status_code is StatusCode.ERROR
+    errors = [(s.attributes or {}).get("error.type") for s in otel.named("execute_tool")]
+    if where in ("tool", "sync tool", "middleware"):
+        assert name in errors
+    (chat,) = otel.named("chat")
+    if where == "model":
+        assert (chat.attributes or {})["error.type"] == name
 
 
 async def test_an_approval_pause_has_no_span_for_the_waiting_calls(otel: Otel) -> None:

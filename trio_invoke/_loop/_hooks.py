@@ -33,8 +33,9 @@ class ToolObservation(Protocol):
     """One tool call that runs."""
 
     def end(self, called: ToolCalled | None, error_type: str | None) -> None:
-        """The call ended with ``called`` (``None`` when it was cancelled); ``error_type`` names
-        what went wrong when it did: the exception's class, ``"timeout"`` or ``"cancelled"``."""
+        """The call ended with ``called`` (``None`` when it was cancelled or interrupted);
+        ``error_type`` names what went wrong when it did: the exception's class (a tool's, or
+        the interrupt's: ``"KeyboardInterrupt"``), ``"timeout"`` or ``"cancelled"``."""
 
 
 class RunObservation(Protocol):

@@ -250,9 +250,11 @@ async def _timed(
                     exception=error,
                 )
             called = finished
-    except trio.Cancelled:
+    except BaseException as exc:  # cancelled, or interrupted (KeyboardInterrupt, SystemExit)
         if observed is not None:
-            observed.end(None, "cancelled")
+            observed.end(
+                None, "cancelled" if isinstance(exc, trio.Cancelled) else type(exc).__name__
+            )
         raise
     if observed is not None:
         observed.end(called, _error_type(called))

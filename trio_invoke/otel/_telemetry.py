@@ -85,7 +85,7 @@ class Telemetry:
       or not sampled): ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
       ``gen_ai.tool.description``, ``gen_ai.tool.type`` (``"function"``); ``error.type`` (the
       exception's class name, ``"timeout"`` or ``"cancelled"``) and an error status when its
-      result is an error.
+      result is an error, or it was cancelled or interrupted (``"KeyboardInterrupt"``, ...).
 
     Metrics: ``gen_ai.client.token.usage`` (histogram of tokens per model call, by
     ``gen_ai.token.type`` ``input`` / ``output``) and ``gen_ai.client.operation.duration``
