@@ -956,6 +956,51 @@ async def test_refresh_tools_lists_now(log: Log) -> None:
             assert len(log.events("tools/list")) == 2 * pages
 
 
+# -- tracing ------------------------------------------------------------------------------------
+
+
+async def test_an_mcp_call_is_traced_under_its_execute_tool_span(
+    log: Log, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The MCP SDK traces each request ("MCP send tools/call NAME", kind CLIENT) in the current
+    # context and sends that context to the server (SEP-414, `_meta.traceparent`): with
+    # Telemetry on, both belong to the call's `execute_tool` span, in the run's trace.
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from trio_invoke.otel import Telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # The SDK's tracer follows the global provider, which can be set once per process: point
+    # it at this test's provider instead (monkeypatch puts it back).
+    monkeypatch.setattr("mcp.shared._otel._tracer", provider.get_tracer("mcp-python-sdk"))
+    model = ScriptedChatClient([calls_response(("c1", "add", {"a": 1, "b": 2})), answer()])
+    try:
+        with trio.fail_after(ENTER):
+            async with stdio(log) as server:
+                agent = FunctionInvokingChatClient(
+                    model, server.tools, telemetry=Telemetry(tracer_provider=provider)
+                )
+                await agent.get_response(USER)
+        spans = exporter.get_finished_spans()
+    finally:
+        provider.shutdown()
+    (run,) = [s for s in spans if s.name == "invoke_agent"]
+    (call,) = [s for s in spans if s.name == "execute_tool add"]
+    (send,) = [s for s in spans if s.name == "MCP send tools/call add"]
+    assert send.context.trace_id == run.context.trace_id, "the MCP call is in a trace of its own"
+    assert send.parent is not None
+    assert send.parent.span_id == call.context.span_id
+    (received,) = [e["traceparent"] for e in log.events("call")]  # version-trace-parent-flags
+    assert received.split("-")[1:3] == [
+        f"{run.context.trace_id:032x}",
+        f"{send.context.span_id:016x}",
+    ]
+
+
 # -- bad input on entering ------------------------------------------------------------------------
 
 
