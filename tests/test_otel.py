@@ -578,6 +578,22 @@ async def test_metrics_count_tokens_by_type_and_time_each_model_call(otel: Otel)
     assert duration.attributes["gen_ai.operation.name"] == "chat"
 
 
+async def test_metric_buckets_are_the_semantic_conventions_advice_in_full(otel: Otel) -> None:
+    # gen_ai.client.operation.duration: seconds doubling from 0.01 to 81.92 (a model call of a
+    # minute is not an overflow); gen_ai.client.token.usage: powers of 4 up to 4**13.
+    agent = FunctionInvokingChatClient(
+        Model([[TextDelta("hi"), Finish(FinishReason.STOP, Usage(3, 1))]]),
+        telemetry=otel.telemetry(),
+    )
+    await run_to_completion(agent, USER)
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert tuple(duration.explicit_bounds) == tuple(0.01 * 2**n for n in range(14))
+    assert duration.explicit_bounds[-1] == 81.92
+    for tokens in otel.points("gen_ai.client.token.usage"):
+        assert tuple(tokens.explicit_bounds) == tuple(4**n for n in range(14))
+        assert tokens.explicit_bounds[-1] == 67108864
+
+
 async def test_without_an_sdk_it_does_nothing_and_breaks_nothing() -> None:
     agent = FunctionInvokingChatClient(
         ScriptedChatClient([batch("lookup"), "done"]), [lookup], telemetry=Telemetry()

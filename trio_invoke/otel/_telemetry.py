@@ -27,8 +27,15 @@ except ImportError as exc:  # pragma: no cover - the test hides opentelemetry an
 __all__ = ["Telemetry"]
 
 _SCOPE = "trio_invoke"
-_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
-_DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48)
+# The GenAI semantic conventions' advised bucket boundaries (gen-ai-metrics), in full.
+# fmt: off
+_TOKEN_BUCKETS = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)
+_DURATION_BUCKETS = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)
+# fmt: on
 _PROVIDERS = {"OpenAIChatClient": "openai", "AnthropicChatClient": "anthropic"}
 
 
