@@ -353,10 +353,10 @@ def _chain(entry: Entry, first: ToolContext, limits: Limits) -> CallNext:
             validate = entry.validate
             if context.tool is not first.tool:
                 validate = compile_validator(context.tool.parameters)
-            try:
+            try:  # JSON first, as the model's text is parsed first: no NaN, no infinity
                 arguments = dict(arguments)
-                validate(arguments)
                 text = arguments_text(arguments)
+                validate(arguments)
             except (ArgumentsError, TypeError, ValueError) as exc:
                 return ToolCalled(
                     call,
