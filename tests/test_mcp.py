@@ -114,10 +114,11 @@ def free_port() -> int:
 
 
 class HTTPServer:
-    """tests/mcp_server.py --http on 127.0.0.1, as a subprocess this test stops."""
+    """tests/mcp_server.py --http on 127.0.0.1, as a subprocess this test stops; on ``port``
+    to restart a server where it was."""
 
-    def __init__(self, log: Log, *flags: str) -> None:
-        self.port = free_port()
+    def __init__(self, log: Log, *flags: str, port: int | None = None) -> None:
+        self.port = free_port() if port is None else port
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = log
         self.process = subprocess.Popen(
@@ -161,6 +162,18 @@ def http_server(log: Log) -> Iterator[HTTPServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def http_servers(log: Log) -> Iterator[list[HTTPServer]]:
+    """The HTTP servers a test starts (``http_servers.append(HTTPServer(log, ...))``), each
+    stopped when it ends."""
+    started: list[HTTPServer] = []
+    try:
+        yield started
+    finally:
+        for server in started:
+            server.stop()
 
 
 @pytest.fixture(params=["stdio", "http"])
@@ -853,6 +866,41 @@ async def test_an_http_server_that_dies_mid_call(log: Log) -> None:
         assert "MCP server 'test-server'" in outcome.result
         assert "ended while the call was running" in outcome.result
     assert_transcript_valid(result.messages)
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_http_server_gone_while_idle_is_not_available_from_the_first_call_that_finds_it(
+    log: Log, http_servers: list[HTTPServer], protocol: str
+) -> None:
+    # Nothing tells an idle HTTP client that its server went away: the first request that
+    # finds it gone does, and from then on the server is not available -- `available` says
+    # so, and every later call, run and listing is answered at once.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    calls = [("c1", "add", {"a": 1, "b": 2}), ("c2", "echo", {"text": "hi"})]
+    model = ScriptedChatClient([calls_response(*calls), answer()])
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol=protocol) as server:
+            add = by_remote(server)["add"]
+            assert await add.execute({"a": 1, "b": 2}) == "3"
+            http.kill()  # between two calls
+            with trio.fail_after(5), pytest.raises(MCPToolError) as first:
+                await add.execute({"a": 1, "b": 2})
+            assert "the HTTP connection ended" in str(first.value)
+            assert not server.available
+            with trio.fail_after(1):  # at once
+                with pytest.raises(MCPToolError) as later:
+                    await add.execute({"a": 1, "b": 2})
+                result = await run_to_completion(
+                    FunctionInvokingChatClient(model, server.tools), USER
+                )
+                with pytest.raises(MCPConnectionError, match="not available"):
+                    await server.refresh_tools()
+    assert str(later.value) == (
+        "MCP server 'test-server' is not available: the HTTP connection ended"
+    )
+    for outcome in called(result.updates).values():
+        assert outcome.result == f"Error: {later.value}"
 
 
 async def wait_until_unavailable(server: MCPServer) -> None:

@@ -276,8 +276,9 @@ class MCPServer:
     session is deleted. Calls still running in other tasks then get an error result.
 
     A server that dies is not restarted: its running calls get error results naming what
-    happened, later calls get "not available" at once. Leave the block and enter it again to
-    reconnect (one connection at a time).
+    happened, later calls get "not available" at once (an HTTP server that went away while
+    idle is noticed by the first request that finds it gone). Leave the block and enter it
+    again to reconnect (one connection at a time).
     """
 
     def __init__(
@@ -761,7 +762,14 @@ class MCPServer:
                 result = await client.call_tool(tool.remote_name, arguments)
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED:
+                # The connection is gone: a stdio server's output ended (already recorded), or an
+                # HTTP request found the server gone, which nothing else may notice for a while
+                # (the server's answers come on each request's own response). Later calls are
+                # answered "not available" at once. This call may have reached the server or not
+                # (the SDK tells the two apart no more than this), so it is not said to be
+                # unavailable: its work may have been half done.
                 reason = self._lost or self._target.lost
+                self._lose(reason)
                 raise self._error(
                     tool,
                     f"the connection to MCP server {self.name!r} ended while the call was "
