@@ -903,6 +903,40 @@ async def test_an_http_server_gone_while_idle_is_not_available_from_the_first_ca
         assert outcome.result == f"Error: {later.value}"
 
 
+async def test_an_http_server_that_no_longer_knows_the_session_is_not_available(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # The MCP spec (streamable HTTP): a 404 to a request with an Mcp-Session-Id means the
+    # session is gone, and the client "MUST start a new session". trio_invoke starts none
+    # behind your back (the README: re-enter to reconnect): the server is lost, says why, and
+    # entering it again starts the new session.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    model = ScriptedChatClient([calls_response(("c1", "add", {"a": 1, "b": 2})), answer()])
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol="legacy") as server:
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+            http.kill()
+            http_servers.append(HTTPServer(log, port=http.port))  # restarted where it was
+            with trio.fail_after(5), pytest.raises(MCPToolError) as first:
+                await by_remote(server)["add"].execute({"a": 1, "b": 2})
+            assert not server.available
+            with trio.fail_after(1):  # at once
+                with pytest.raises(MCPToolError) as later:
+                    await by_remote(server)["add"].execute({"a": 1, "b": 2})
+                result = await run_to_completion(
+                    FunctionInvokingChatClient(model, server.tools), USER
+                )
+        async with server:  # a new session
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+    gone = (
+        "MCP server 'test-server' is not available: the server ended the session (it answered "
+        "HTTP 404 to its id: did it restart?)"
+    )
+    assert str(first.value) == str(later.value) == gone
+    assert called(result.updates)["c1"].result == f"Error: {gone}"
+
+
 async def wait_until_unavailable(server: MCPServer) -> None:
     while server.available:  # noqa: ASYNC110 -- another process
         await trio.sleep(0.02)

@@ -18,7 +18,7 @@ import logging
 import math
 import os
 import shlex
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from importlib import metadata
 from os import PathLike
 from types import TracebackType
@@ -53,10 +53,17 @@ DEFAULT_INIT_TIMEOUT: Final = 30.0
 ``npx``/``uvx`` to fetch a server on first use."""
 
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
-"""The SDK's own defaults for its HTTP client, used when ``headers`` makes us build one."""
+"""The SDK's own defaults for its HTTP client (we build it, to see its answers' statuses)."""
+_SESSION_ENDED: Final = (
+    "the server ended the session (it answered HTTP 404 to its id: did it restart?)"
+)
+"""Why an HTTP server is lost when it no longer knows the session."""
 _PERMISSIVE: Final[Mapping[str, Any]] = {"type": "object"}
 
 _log = logging.getLogger("trio_invoke.mcp")
+
+_Lose = Callable[[str], None]
+"""Records why the connection is gone (:meth:`MCPServer._lose`)."""
 
 Protocol = Literal["auto", "legacy"]
 
@@ -156,7 +163,7 @@ class _Stdio:
 
     lost = "the server process ended or closed its output"
 
-    async def transport(self, stack: contextlib.AsyncExitStack[Any]) -> Any:
+    async def transport(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Any:
         parameters = StdioServerParameters(
             command=self.command,
             args=list(self.args),
@@ -180,10 +187,20 @@ class _HTTP:
 
     lost = "the HTTP connection ended"
 
-    async def transport(self, stack: contextlib.AsyncExitStack[Any]) -> Any:
-        if self.headers is None:
-            return streamable_http_client(self.url)
-        http = httpx2.AsyncClient(headers=dict(self.headers), timeout=_HTTP_TIMEOUT)
+    async def transport(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Any:
+        async def answered(response: httpx2.Response) -> None:
+            # The MCP spec: a 404 to a request with an Mcp-Session-Id means the server no
+            # longer knows the session (it restarted, or ended it), and a client "MUST start a
+            # new session". Ours is not restarted behind the user's back (see MCPServer): the
+            # server is lost, before the SDK hands the request its error.
+            if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+                lose(_SESSION_ENDED)
+
+        http = httpx2.AsyncClient(
+            headers=dict(self.headers) if self.headers is not None else None,
+            timeout=_HTTP_TIMEOUT,
+            event_hooks={"response": [answered]},
+        )
         await stack.enter_async_context(http)
         return streamable_http_client(self.url, http_client=http)
 
@@ -277,8 +294,9 @@ class MCPServer:
 
     A server that dies is not restarted: its running calls get error results naming what
     happened, later calls get "not available" at once (an HTTP server that went away while
-    idle is noticed by the first request that finds it gone). Leave the block and enter it
-    again to reconnect (one connection at a time).
+    idle is noticed by the first request that finds it gone; one that no longer knows the
+    session, answering HTTP 404 to its id, is not available either). Leave the block and enter
+    it again to reconnect (one connection at a time).
     """
 
     def __init__(
@@ -568,7 +586,7 @@ class MCPServer:
         try:
             with init, changed_send, changed_receive:
                 async with contextlib.AsyncExitStack() as stack:
-                    transport = await self._target.transport(stack)
+                    transport = await self._target.transport(stack, self._lose)
                     client = Client(
                         _watched(transport, self._stream_ended),
                         mode="legacy" if self.protocol == "legacy" else "auto",
@@ -775,6 +793,10 @@ class MCPServer:
                     f"the connection to MCP server {self.name!r} ended while the call was "
                     f"running: {reason}",
                     exc.code,
+                ) from exc
+            if self._lost == _SESSION_ENDED:  # the server refused the call: not run
+                raise self._error(
+                    tool, f"MCP server {self.name!r} is not available: {self._lost}", exc.code
                 ) from exc
             raise self._error(
                 tool,
