@@ -8,6 +8,7 @@ These wait for real processes and sockets, so time here is real time (bounded by
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import os
 import re
@@ -16,12 +17,16 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types
 import pytest
 import trio
+import trio.testing
+from mcp.shared.exceptions import MCPError
 
 import trio_invoke
 from trio_invoke import (
@@ -968,6 +973,120 @@ async def test_the_tool_list_follows_the_server(make_server: Any, protocol: str)
             await by_remote(server)["remove_tool"].execute({"name": "echo"})
             await wait_for_tool(server, "echo", present=False)
             assert set(by_remote(server)) == (BASE_TOOLS | {"weather"}) - {"echo"}
+
+
+async def test_tool_list_changes_are_followed_again_after_an_http_server_restart(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # The 2026-07-28 protocol has no session: a server restarted on its port while nothing ran
+    # answers calls as before, but the subscriptions/listen stream was lost with it (the SDK:
+    # "re-listen and refetch"). It is opened again, and the tools are listed again: what
+    # changed in between (the restarted server lost the tool added before) shows too.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url) as server:
+            assert await by_remote(server)["add_tool"].execute({"name": "before"}) == (
+                "added before"
+            )
+            await wait_for_tool(server, "before")
+            http.kill()
+            http_servers.append(HTTPServer(log, port=http.port))  # (this loop waits meanwhile)
+            await wait_for_tool(server, "before", present=False)  # listed again
+            assert server.available
+            assert await by_remote(server)["add_tool"].execute({"name": "after"}) == ("added after")
+            await wait_for_tool(server, "after")  # followed again
+            assert set(by_remote(server)) == BASE_TOOLS | {"after"}
+
+
+async def test_an_http_server_that_is_down_when_listening_again_is_not_available(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # Listening again is a request like a call: finding the connection gone, it makes the
+    # server not available, and a restart later does not bring it back (re-enter for that).
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url) as server:
+            http.kill()
+            with trio.fail_after(10):
+                await wait_until_unavailable(server)  # with no call made
+            http_servers.append(HTTPServer(log, port=http.port))
+            with pytest.raises(MCPToolError, match="is not available: the"):
+                await by_remote(server)["add"].execute({"a": 1, "b": 2})
+
+
+class Subscriptions:
+    """A client whose ``listen`` streams are scripted: each item is how one attempt goes --
+    an exception on opening, the number of changes the open stream announces before it is
+    lost, or ``"closed"``: the server closes it at once. It records when each attempt began."""
+
+    def __init__(self, script: list[BaseException | int | str]) -> None:
+        self.script = script
+        self.attempts: list[float] = []
+
+    @asynccontextmanager
+    async def listen(self, **filters: Any) -> AsyncIterator[AsyncIterator[None]]:
+        self.attempts.append(trio.current_time())
+        step = self.script.pop(0) if self.script else RuntimeError("refused")
+        if isinstance(step, BaseException):
+            raise step
+        yield self.changes(step)
+
+    async def changes(self, step: int | str) -> AsyncIterator[None]:
+        if step == "closed":
+            return
+        for _ in range(int(step)):
+            await trio.sleep(1)
+            yield None
+        raise RuntimeError("subscription lost")
+
+
+async def test_listening_again_backs_off_refetches_and_stops_with_the_server(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # It cannot spin: attempts wait 0.25 s, doubling to 30 s at most (back to 0.25 s after a
+    # stream that stayed open that long); each stream opened again lists the tools again; it
+    # stops once the server is lost, and with the block (a cancelled scope).
+    server = MCPServer.http("http://127.0.0.1:9/mcp")
+    changes_send, changes = trio.open_memory_channel[None](100)
+    server._changed = changes_send
+    refused = MCPError(mcp_types.METHOD_NOT_FOUND, "Method not found")
+    client = Subscriptions([refused] + [RuntimeError("refused")] * 11 + [40, 2])
+
+    async def refetches() -> int:
+        count = 0
+        while True:
+            try:
+                changes.receive_nowait()
+            except trio.WouldBlock:
+                return count
+            count += 1
+
+    with trio.CancelScope() as scope:
+        scope.deadline = trio.current_time() + 400
+        await server._listen(client)  # type: ignore[arg-type]
+    waits = [b - a for a, b in itertools.pairwise(client.attempts[:13])]
+    assert waits == [0.25, 0.5, 1, 2, 4, 8, 16, 30, 30, 30, 30, 30]
+    assert client.attempts[13] - client.attempts[12] == 40 + 0.25  # open 40 s: from 0.25 again
+    assert client.attempts[14] - client.attempts[13] == 2 + 0.5  # open 2 s: doubled
+    assert await refetches() == 2 + 40 + 2  # one per stream opened again, one per change
+    assert scope.cancelled_caught  # it went on until cancelled, waiting 30 s between attempts
+    assert len(client.attempts) < 14 + 400 / 30
+
+    client = Subscriptions([RuntimeError("refused")] * 3)
+    server._lose("it went away")  # (a call found it gone)
+    with trio.fail_after(1):
+        await server._listen(client)  # type: ignore[arg-type]
+    assert len(client.attempts) == 1  # lost: it stops
+
+    server = MCPServer.http("http://127.0.0.1:9/mcp")
+    closed = MCPError(mcp_types.CONNECTION_CLOSED, "Connection closed")
+    client = Subscriptions(["closed", closed, RuntimeError("refused")])
+    with trio.fail_after(1):
+        await server._listen(client)  # type: ignore[arg-type]
+    assert len(client.attempts) == 2  # listening again found the connection gone: it stops
+    assert server._lost == "the HTTP connection ended"  # and the server is lost, as by a call
 
 
 async def test_a_run_in_progress_keeps_the_tools_it_started_with(log: Log) -> None:

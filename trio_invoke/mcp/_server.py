@@ -62,6 +62,11 @@ _PERMISSIVE: Final[Mapping[str, Any]] = {"type": "object"}
 
 _log = logging.getLogger("trio_invoke.mcp")
 
+_RELISTEN_FIRST: Final = 0.25
+"""Seconds before listening for tool list changes again, the first time after a loss."""
+_RELISTEN_MAX: Final = 30.0
+"""The longest wait between two attempts to listen again."""
+
 _Lose = Callable[[str], None]
 """Records why the connection is gone (:meth:`MCPServer._lose`)."""
 
@@ -727,18 +732,55 @@ class MCPServer:
     async def _listen(
         self, client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Hold a ``subscriptions/listen`` stream open for tool list changes (2026-07-28)."""
-        listening = False
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                listening = True
-                task_status.started()
-                async for _ in subscription:
-                    self._tools_changed()
-        except Exception as exc:  # no stream, or it was lost: changes go unnoticed
-            _log.warning("MCP server %r: no tool list changes: %s", self.name, _summary(exc))
-        if not listening:
-            task_status.started()
+        """Hold a ``subscriptions/listen`` stream open for tool list changes (2026-07-28).
+
+        A stream that ends (the SDK: "re-listen and refetch"; the server restarted, a proxy cut
+        it, or it never opened) is opened again after a wait that doubles from
+        :data:`_RELISTEN_FIRST` up to :data:`_RELISTEN_MAX` (back to the first after a stream
+        that lasted that long), and the tools are listed again once it is open: changes in
+        between went unseen. It stops when the server is lost: a request, this one included,
+        found the connection gone (as a call does, so a server that is down when listening
+        again is not available, and one back by then goes on as before); the block's end
+        cancels it. ``task_status`` is told once the first attempt is done.
+        """
+        delay = _RELISTEN_FIRST
+        first = True
+        while True:
+            opened: float | None = None
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    opened = trio.current_time()
+                    if first:
+                        task_status.started()
+                    else:
+                        self._tools_changed()  # what changed while no stream was open
+                        _log.info("MCP server %r: listening for tool list changes again", self.name)
+                    async for _ in subscription:
+                        self._tools_changed()
+                why = "the server closed it"
+            except MCPError as exc:
+                if exc.code == mcp_types.CONNECTION_CLOSED:  # as for a call (see _call)
+                    self._lose(self._target.lost)
+                why = _summary(exc)
+            except Exception as exc:  # no stream, or it was lost (SubscriptionLost)
+                why = _summary(exc)
+            if first and opened is None:
+                task_status.started()  # the first attempt is done, without a stream
+            if self._lost is not None:
+                return  # calls say it is gone; nothing to follow
+            if opened is not None and trio.current_time() - opened >= _RELISTEN_MAX:
+                delay = _RELISTEN_FIRST
+            level = logging.WARNING if first or opened is not None else logging.DEBUG
+            _log.log(
+                level,
+                "MCP server %r: no tool list changes for now (%s); listening again in %g s",
+                self.name,
+                why,
+                delay,
+            )
+            first = False
+            await trio.sleep(delay)
+            delay = min(2 * delay, _RELISTEN_MAX)
 
     async def _on_message(self, message: Any) -> None:
         """The SDK's message handler, run in the SDK's tasks: notices tool list changes."""
