@@ -65,7 +65,14 @@ def build(args: argparse.Namespace) -> MCPServer:
                 log(event="notification", method=ctx.method, params=ctx.params)
                 return await call_next(ctx)
             if ctx.method == "tools/call":
-                log(event="call", id=ctx.request_id, tool=(ctx.params or {}).get("name"))
+                params = ctx.params or {}
+                meta = params.get("_meta") or {}
+                log(
+                    event="call",
+                    id=ctx.request_id,
+                    tool=params.get("name"),
+                    traceparent=meta.get("traceparent"),
+                )
             result = await call_next(ctx)
             if ctx.method == "tools/list" and args.bad_schema:
                 for listed in result["tools"]:

@@ -4,6 +4,9 @@ match the calls waiting for approval (ids, digests, replacement arguments)."""
 
 from __future__ import annotations
 
+import math
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -151,6 +154,35 @@ def test_replacement_arguments_are_normalised_to_json_text_or_refused() -> None:
     with pytest.raises(ApprovalError, match="'c1' are not JSON-serialisable"):
         match_approvals(CALLS, needs_approval, bad)
     assert arguments_text('{"raw": true}') == '{"raw": true}'
+
+
+@pytest.mark.parametrize(
+    ("arguments", "where"),
+    [
+        ({"i": math.inf}, "field 'i' is inf"),
+        ({"i": -math.inf}, "field 'i' is -inf"),
+        ({"i": math.nan}, "field 'i' is nan"),
+        ({"i": 1, "more": {"deep": [0.5, math.inf]}}, "field 'more.deep[1]' is inf"),
+    ],
+)
+def test_replacement_arguments_with_a_non_finite_number_are_refused_naming_where(
+    arguments: dict[str, object], where: str
+) -> None:
+    # JSON has no NaN or infinity: such arguments are not JSON text, and no tool gets them.
+    with pytest.raises(ValueError, match=rf"^{re.escape(where)}, not a JSON number$"):
+        arguments_text(arguments)
+    answers = [ToolApprovalRequest(CALLS[1]).approve(arguments=arguments)]
+    answers.append(ToolApprovalResponse("c2", True))
+    message = rf"'c1' are not JSON-serialisable: {re.escape(where)}, not a JSON number"
+    with pytest.raises(ApprovalError, match=message):
+        match_approvals(CALLS, needs_approval, answers)
+
+
+def test_a_mapping_that_contains_itself_is_refused_as_it_was() -> None:
+    arguments: dict[str, object] = {}
+    arguments["me"] = arguments
+    with pytest.raises(ValueError, match="Circular reference"):
+        arguments_text(arguments)
 
 
 @given(st.text(), st.text(), st.text(), st.text())

@@ -4,6 +4,8 @@ stopping from a tool, approval integrity and eager start."""
 from __future__ import annotations
 
 import datetime
+import json
+import math
 from typing import Any
 
 import pytest
@@ -535,6 +537,24 @@ async def test_unserialisable_replacement_arguments_fail_before_anything_runs() 
         await run_to_completion(
             client, [*USER, *paused.messages], RunOptions(tool_approval_responses=[answer])
         )
+    assert done == []
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan])
+async def test_non_finite_replacement_arguments_never_reach_the_tool(bad: float) -> None:
+    # As a mapping, they are not JSON: refused before anything runs, naming the field. As
+    # text, they are not JSON either: an error result, as the model's would be.
+    client, done = approval_setup()
+    conversation, request = await paused(client)
+    answer = request.approve(arguments={"amount": bad, "to": "bob"})
+    with pytest.raises(
+        ApprovalError, match=f"'t' are not JSON-serialisable: field 'amount' is {bad!r}, not a"
+    ):
+        await run_to_completion(client, conversation, RunOptions(tool_approval_responses=[answer]))
+    text = json.dumps({"amount": bad, "to": "bob"})  # Python's non-JSON: Infinity, NaN
+    options = RunOptions(tool_approval_responses=[request.approve(arguments=text)])
+    result = await run_to_completion(client, conversation, options)
+    assert "Error: invalid arguments for tool 'transfer': invalid JSON" in result.messages[0].text
     assert done == []
 
 

@@ -8,6 +8,7 @@ These wait for real processes and sockets, so time here is real time (bounded by
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import os
 import re
@@ -16,12 +17,16 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types
 import pytest
 import trio
+import trio.testing
+from mcp.shared.exceptions import MCPError
 
 import trio_invoke
 from trio_invoke import (
@@ -114,10 +119,11 @@ def free_port() -> int:
 
 
 class HTTPServer:
-    """tests/mcp_server.py --http on 127.0.0.1, as a subprocess this test stops."""
+    """tests/mcp_server.py --http on 127.0.0.1, as a subprocess this test stops; on ``port``
+    to restart a server where it was."""
 
-    def __init__(self, log: Log, *flags: str) -> None:
-        self.port = free_port()
+    def __init__(self, log: Log, *flags: str, port: int | None = None) -> None:
+        self.port = free_port() if port is None else port
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = log
         self.process = subprocess.Popen(
@@ -161,6 +167,18 @@ def http_server(log: Log) -> Iterator[HTTPServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def http_servers(log: Log) -> Iterator[list[HTTPServer]]:
+    """The HTTP servers a test starts (``http_servers.append(HTTPServer(log, ...))``), each
+    stopped when it ends."""
+    started: list[HTTPServer] = []
+    try:
+        yield started
+    finally:
+        for server in started:
+            server.stop()
 
 
 @pytest.fixture(params=["stdio", "http"])
@@ -855,6 +873,75 @@ async def test_an_http_server_that_dies_mid_call(log: Log) -> None:
     assert_transcript_valid(result.messages)
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_http_server_gone_while_idle_is_not_available_from_the_first_call_that_finds_it(
+    log: Log, http_servers: list[HTTPServer], protocol: str
+) -> None:
+    # Nothing tells an idle HTTP client that its server went away: the first request that
+    # finds it gone does, and from then on the server is not available -- `available` says
+    # so, and every later call, run and listing is answered at once.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    calls = [("c1", "add", {"a": 1, "b": 2}), ("c2", "echo", {"text": "hi"})]
+    model = ScriptedChatClient([calls_response(*calls), answer()])
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol=protocol) as server:
+            add = by_remote(server)["add"]
+            assert await add.execute({"a": 1, "b": 2}) == "3"
+            http.kill()  # between two calls
+            with trio.fail_after(5), pytest.raises(MCPToolError) as first:
+                await add.execute({"a": 1, "b": 2})
+            assert "the HTTP connection ended" in str(first.value)
+            assert not server.available
+            with trio.fail_after(1):  # at once
+                with pytest.raises(MCPToolError) as later:
+                    await add.execute({"a": 1, "b": 2})
+                result = await run_to_completion(
+                    FunctionInvokingChatClient(model, server.tools), USER
+                )
+                with pytest.raises(MCPConnectionError, match="not available"):
+                    await server.refresh_tools()
+    assert str(later.value) == (
+        "MCP server 'test-server' is not available: the HTTP connection ended"
+    )
+    for outcome in called(result.updates).values():
+        assert outcome.result == f"Error: {later.value}"
+
+
+async def test_an_http_server_that_no_longer_knows_the_session_is_not_available(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # The MCP spec (streamable HTTP): a 404 to a request with an Mcp-Session-Id means the
+    # session is gone, and the client "MUST start a new session". trio_invoke starts none
+    # behind your back (the README: re-enter to reconnect): the server is lost, says why, and
+    # entering it again starts the new session.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    model = ScriptedChatClient([calls_response(("c1", "add", {"a": 1, "b": 2})), answer()])
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol="legacy") as server:
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+            http.kill()
+            http_servers.append(HTTPServer(log, port=http.port))  # restarted where it was
+            with trio.fail_after(5), pytest.raises(MCPToolError) as first:
+                await by_remote(server)["add"].execute({"a": 1, "b": 2})
+            assert not server.available
+            with trio.fail_after(1):  # at once
+                with pytest.raises(MCPToolError) as later:
+                    await by_remote(server)["add"].execute({"a": 1, "b": 2})
+                result = await run_to_completion(
+                    FunctionInvokingChatClient(model, server.tools), USER
+                )
+        async with server:  # a new session
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+    gone = (
+        "MCP server 'test-server' is not available: the server ended the session (it answered "
+        "HTTP 404 to its id: did it restart?)"
+    )
+    assert str(first.value) == str(later.value) == gone
+    assert called(result.updates)["c1"].result == f"Error: {gone}"
+
+
 async def wait_until_unavailable(server: MCPServer) -> None:
     while server.available:  # noqa: ASYNC110 -- another process
         await trio.sleep(0.02)
@@ -886,6 +973,120 @@ async def test_the_tool_list_follows_the_server(make_server: Any, protocol: str)
             await by_remote(server)["remove_tool"].execute({"name": "echo"})
             await wait_for_tool(server, "echo", present=False)
             assert set(by_remote(server)) == (BASE_TOOLS | {"weather"}) - {"echo"}
+
+
+async def test_tool_list_changes_are_followed_again_after_an_http_server_restart(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # The 2026-07-28 protocol has no session: a server restarted on its port while nothing ran
+    # answers calls as before, but the subscriptions/listen stream was lost with it (the SDK:
+    # "re-listen and refetch"). It is opened again, and the tools are listed again: what
+    # changed in between (the restarted server lost the tool added before) shows too.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url) as server:
+            assert await by_remote(server)["add_tool"].execute({"name": "before"}) == (
+                "added before"
+            )
+            await wait_for_tool(server, "before")
+            http.kill()
+            http_servers.append(HTTPServer(log, port=http.port))  # (this loop waits meanwhile)
+            await wait_for_tool(server, "before", present=False)  # listed again
+            assert server.available
+            assert await by_remote(server)["add_tool"].execute({"name": "after"}) == ("added after")
+            await wait_for_tool(server, "after")  # followed again
+            assert set(by_remote(server)) == BASE_TOOLS | {"after"}
+
+
+async def test_an_http_server_that_is_down_when_listening_again_is_not_available(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # Listening again is a request like a call: finding the connection gone, it makes the
+    # server not available, and a restart later does not bring it back (re-enter for that).
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url) as server:
+            http.kill()
+            with trio.fail_after(10):
+                await wait_until_unavailable(server)  # with no call made
+            http_servers.append(HTTPServer(log, port=http.port))
+            with pytest.raises(MCPToolError, match="is not available: the"):
+                await by_remote(server)["add"].execute({"a": 1, "b": 2})
+
+
+class Subscriptions:
+    """A client whose ``listen`` streams are scripted: each item is how one attempt goes --
+    an exception on opening, the number of changes the open stream announces before it is
+    lost, or ``"closed"``: the server closes it at once. It records when each attempt began."""
+
+    def __init__(self, script: list[BaseException | int | str]) -> None:
+        self.script = script
+        self.attempts: list[float] = []
+
+    @asynccontextmanager
+    async def listen(self, **filters: Any) -> AsyncIterator[AsyncIterator[None]]:
+        self.attempts.append(trio.current_time())
+        step = self.script.pop(0) if self.script else RuntimeError("refused")
+        if isinstance(step, BaseException):
+            raise step
+        yield self.changes(step)
+
+    async def changes(self, step: int | str) -> AsyncIterator[None]:
+        if step == "closed":
+            return
+        for _ in range(int(step)):
+            await trio.sleep(1)
+            yield None
+        raise RuntimeError("subscription lost")
+
+
+async def test_listening_again_backs_off_refetches_and_stops_with_the_server(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # It cannot spin: attempts wait 0.25 s, doubling to 30 s at most (back to 0.25 s after a
+    # stream that stayed open that long); each stream opened again lists the tools again; it
+    # stops once the server is lost, and with the block (a cancelled scope).
+    server = MCPServer.http("http://127.0.0.1:9/mcp")
+    changes_send, changes = trio.open_memory_channel[None](100)
+    server._changed = changes_send
+    refused = MCPError(mcp_types.METHOD_NOT_FOUND, "Method not found")
+    client = Subscriptions([refused] + [RuntimeError("refused")] * 11 + [40, 2])
+
+    async def refetches() -> int:
+        count = 0
+        while True:
+            try:
+                changes.receive_nowait()
+            except trio.WouldBlock:
+                return count
+            count += 1
+
+    with trio.CancelScope() as scope:
+        scope.deadline = trio.current_time() + 400
+        await server._listen(client)  # type: ignore[arg-type]
+    waits = [b - a for a, b in itertools.pairwise(client.attempts[:13])]
+    assert waits == [0.25, 0.5, 1, 2, 4, 8, 16, 30, 30, 30, 30, 30]
+    assert client.attempts[13] - client.attempts[12] == 40 + 0.25  # open 40 s: from 0.25 again
+    assert client.attempts[14] - client.attempts[13] == 2 + 0.5  # open 2 s: doubled
+    assert await refetches() == 2 + 40 + 2  # one per stream opened again, one per change
+    assert scope.cancelled_caught  # it went on until cancelled, waiting 30 s between attempts
+    assert len(client.attempts) < 14 + 400 / 30
+
+    client = Subscriptions([RuntimeError("refused")] * 3)
+    server._lose("it went away")  # (a call found it gone)
+    with trio.fail_after(1):
+        await server._listen(client)  # type: ignore[arg-type]
+    assert len(client.attempts) == 1  # lost: it stops
+
+    server = MCPServer.http("http://127.0.0.1:9/mcp")
+    closed = MCPError(mcp_types.CONNECTION_CLOSED, "Connection closed")
+    client = Subscriptions(["closed", closed, RuntimeError("refused")])
+    with trio.fail_after(1):
+        await server._listen(client)  # type: ignore[arg-type]
+    assert len(client.attempts) == 2  # listening again found the connection gone: it stops
+    assert server._lost == "the HTTP connection ended"  # and the server is lost, as by a call
 
 
 async def test_a_run_in_progress_keeps_the_tools_it_started_with(log: Log) -> None:
@@ -954,6 +1155,51 @@ async def test_refresh_tools_lists_now(log: Log) -> None:
             assert tools == server.tools
             assert set(by_remote(server)) == BASE_TOOLS
             assert len(log.events("tools/list")) == 2 * pages
+
+
+# -- tracing ------------------------------------------------------------------------------------
+
+
+async def test_an_mcp_call_is_traced_under_its_execute_tool_span(
+    log: Log, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The MCP SDK traces each request ("MCP send tools/call NAME", kind CLIENT) in the current
+    # context and sends that context to the server (SEP-414, `_meta.traceparent`): with
+    # Telemetry on, both belong to the call's `execute_tool` span, in the run's trace.
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from trio_invoke.otel import Telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # The SDK's tracer follows the global provider, which can be set once per process: point
+    # it at this test's provider instead (monkeypatch puts it back).
+    monkeypatch.setattr("mcp.shared._otel._tracer", provider.get_tracer("mcp-python-sdk"))
+    model = ScriptedChatClient([calls_response(("c1", "add", {"a": 1, "b": 2})), answer()])
+    try:
+        with trio.fail_after(ENTER):
+            async with stdio(log) as server:
+                agent = FunctionInvokingChatClient(
+                    model, server.tools, telemetry=Telemetry(tracer_provider=provider)
+                )
+                await agent.get_response(USER)
+        spans = exporter.get_finished_spans()
+    finally:
+        provider.shutdown()
+    (run,) = [s for s in spans if s.name == "invoke_agent"]
+    (call,) = [s for s in spans if s.name == "execute_tool add"]
+    (send,) = [s for s in spans if s.name == "MCP send tools/call add"]
+    assert send.context.trace_id == run.context.trace_id, "the MCP call is in a trace of its own"
+    assert send.parent is not None
+    assert send.parent.span_id == call.context.span_id
+    (received,) = [e["traceparent"] for e in log.events("call")]  # version-trace-parent-flags
+    assert received.split("-")[1:3] == [
+        f"{run.context.trace_id:032x}",
+        f"{send.context.span_id:016x}",
+    ]
 
 
 # -- bad input on entering ------------------------------------------------------------------------

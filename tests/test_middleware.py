@@ -6,6 +6,7 @@ for calls that are not run; in eager and sequential mode alike."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import attrs
@@ -129,6 +130,50 @@ async def test_changed_arguments_are_validated_and_run(mode: dict[str, Any]) -> 
         "Error: invalid arguments for tool 'add' from middleware: missing required field 'b'; "
         "field 'a': expected integer, got string"
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "where"),
+    [
+        ({"x": math.inf, "values": []}, "field 'x' is inf"),
+        ({"x": -math.inf, "values": []}, "field 'x' is -inf"),
+        ({"x": math.nan, "values": []}, "field 'x' is nan"),
+        ({"x": 1.0, "values": [{"v": 2.0}, {"v": math.nan}]}, "field 'values[1].v' is nan"),
+    ],
+)
+@pytest.mark.parametrize("swap", [False, True], ids=["arguments", "tool and arguments"])
+async def test_changed_arguments_with_a_non_finite_number_never_reach_a_tool(
+    arguments: dict[str, Any], where: str, swap: bool
+) -> None:
+    # JSON has no NaN or infinity, the model's arguments cannot hold one, and no tool gets one
+    # from a middleware either: the result says where it is, and the call stays JSON.
+    received: list[Any] = []
+
+    @tool
+    async def scale(x: float, values: list[dict[str, float]]) -> str:
+        """Scales numbers."""
+        received.append((x, values))
+        return "scaled"
+
+    @tool
+    async def other(x: float, values: list[dict[str, float]]) -> str:
+        """The same, elsewhere."""
+        received.append((x, values))
+        return "scaled elsewhere"
+
+    async def rewrite(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        tool = other if swap else context.tool
+        return await call_next(context.evolve(tool=tool, arguments=arguments))
+
+    batch = calls(("c1", "scale", {"x": 1, "values": []}))
+    called = (await results_of([rewrite], batch, tools=[scale, other]))["c1"]
+    assert received == []
+    assert called.is_error
+    name = "other" if swap else "scale"
+    assert called.result == (
+        f"Error: invalid arguments for tool {name!r} from middleware: {where}, not a JSON number"
+    )
+    json.loads(called.call.arguments, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
 
 
 async def test_a_middleware_may_answer_without_the_tool() -> None:

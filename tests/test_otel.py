@@ -6,23 +6,26 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import attrs
 import pytest
 import trio
 import trio.testing
+from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import SpanKind, StatusCode
 
 from trio_invoke import (
     AgentResponseUpdate,
+    CallNext,
     ChatMessage,
     Finish,
     FinishReason,
@@ -32,6 +35,8 @@ from trio_invoke import (
     TextDelta,
     ToolCall,
     ToolCalled,
+    ToolCallEnd,
+    ToolContext,
     Usage,
     tool,
 )
@@ -267,6 +272,263 @@ async def test_a_cancelled_model_call_and_a_caller_that_leaves_end_every_span(
     assert otel.opened.open == set()
 
 
+def ancestors(span: ReadableSpan, spans: list[ReadableSpan]) -> list[str]:
+    """The names of ``span``'s parents, nearest first."""
+    found, names = by_id(spans), []
+    while span.parent is not None and span.parent.span_id in found:
+        span = found[span.parent.span_id]
+        names.append(span.name)
+    return names
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"tool_timeout": 10}, {"max_concurrency": 1}, {"eager_tools": True}],
+    ids=["plain", "timeout", "limiter", "eager"],
+)
+async def test_spans_started_inside_a_call_are_children_of_its_span(
+    otel: Otel, options: dict[str, Any]
+) -> None:
+    # What a tool's own code traces (an HTTP client, a database driver, the MCP SDK's request
+    # span and the trace context it sends on) belongs to the call's span, in the run's trace:
+    # async tools, sync tools in their threads, and middleware, each call under its own span.
+    # Real time: a sync tool's worker thread would race the autojump clock.
+    tracer = otel.tracer_provider.get_tracer("a tool's library")
+
+    @tool
+    async def fetch(topic: str) -> str:
+        """Traces its own work."""
+        with tracer.start_as_current_span(f"inside {topic}"):
+            await trio.sleep(0.01)
+        return "fetched"
+
+    @tool
+    def fetch_in_thread(topic: str) -> str:
+        """Traces its own work, in its worker thread."""
+        with tracer.start_as_current_span(f"inside {topic}"):
+            return "fetched"
+
+    async def traced(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        with tracer.start_as_current_span(f"middleware {context.call.id}"):
+            return await call_next(context)
+
+    calls = [
+        ToolCall("c1", "fetch", '{"topic": "one"}'),
+        ToolCall("c2", "fetch_in_thread", '{"topic": "two"}'),
+        ToolCall("c3", "fetch", '{"topic": "three"}'),
+    ]
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([tool_calls_response(*calls), "done"]),
+        [fetch, fetch_in_thread],
+        telemetry=otel.telemetry(),
+        middleware=[traced],
+        **options,
+    )
+    outside = trace.get_current_span()
+    with trio.fail_after(10):
+        await agent.get_response(USER)
+    assert trace.get_current_span() is outside  # nothing leaks out
+    spans = otel.spans()
+    (run,) = otel.named("invoke_agent")
+    tool_spans = {
+        (s.attributes or {})["gen_ai.tool.call.id"]: s for s in otel.named("execute_tool")
+    }
+    for call, topic in zip(calls, ["one", "two", "three"], strict=True):
+        (inside,) = otel.named(f"inside {topic}")
+        assert inside.context.trace_id == run.context.trace_id
+        assert ancestors(inside, spans) == [
+            f"middleware {call.id}",
+            f"execute_tool {call.name}",
+            "invoke_agent",
+        ]
+        (middleware,) = otel.named(f"middleware {call.id}")
+        assert middleware.parent is not None
+        assert middleware.parent.span_id == tool_spans[call.id].context.span_id
+    assert otel.opened.open == set()
+
+
+async def test_calls_of_a_run_that_is_not_sampled_run_in_its_trace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A run the sampler drops has no call spans; what its tools trace is dropped with it (a
+    # child of the unsampled run), not kept as the root of a trace of its own.
+    class NoRuns(Sampler):
+        """Drops the runs; samples every other root (and follows a parent)."""
+
+        def should_sample(
+            self, parent_context: Any, trace_id: int, name: str, *a: Any, **k: Any
+        ) -> SamplingResult:
+            parent = trace.get_current_span(parent_context).get_span_context()
+            if name.startswith("invoke_agent") or (
+                parent.is_valid and not parent.trace_flags.sampled
+            ):
+                return SamplingResult(Decision.DROP)
+            return SamplingResult(Decision.RECORD_AND_SAMPLE)
+
+        def get_description(self) -> str:
+            return "NoRuns"
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=NoRuns())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("a tool's library")
+
+    @tool
+    async def fetch(topic: str) -> str:
+        """Traces its own work."""
+        with tracer.start_as_current_span("inside"):
+            return "fetched"
+
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([batch("fetch"), "done"]),
+        [fetch],
+        telemetry=Telemetry(tracer_provider=provider),
+    )
+    await agent.get_response(USER)
+    assert [s.name for s in exporter.get_finished_spans()] == []
+    provider.shutdown()
+
+
+@attrs.define
+class Recorder:
+    """An observer of its own, without OpenTelemetry; ``running`` says whether its call
+    observations have the optional ``running()`` (an observer written before it has not)."""
+
+    running: bool
+    events: list[str] = attrs.Factory(list)
+
+    def run(self, messages: Sequence[ChatMessage]) -> Recorder:
+        self.events.append("run")
+        return self
+
+    def chat(self, client: object, messages: Sequence[ChatMessage], options: RunOptions) -> Any:
+        events = self.events
+
+        class Chat:
+            def end(self, finish: Any, message: Any, error: BaseException | None) -> None:
+                events.append("chat ended")
+
+        return Chat()
+
+    def tool(self, call: ToolCall, tool: Any, arguments: Any) -> Any:
+        events = self.events
+        events.append(f"{call.id} started")
+
+        class Call:
+            def end(self, called: ToolCalled | None, error_type: str | None) -> None:
+                events.append(f"{call.id} ended {error_type}")
+
+        class Running(Call):
+            @contextmanager
+            def running(self) -> Iterator[None]:
+                events.append(f"{call.id} running")
+                try:
+                    yield
+                finally:
+                    events.append(f"{call.id} left")
+
+        return Running() if self.running else Call()
+
+    def end(self, reason: FinishReason | None, usage: Usage | None, error: str | None) -> None:
+        self.events.append(f"run ended {reason}")
+
+
+@pytest.mark.parametrize("running", [True, False])
+async def test_an_observer_runs_each_call_inside_its_running_if_it_has_one(
+    running: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    recorder = Recorder(running)
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([batch("lookup", "broken", "stalls"), "done"]),
+        [lookup, broken, stalls],
+        telemetry=recorder,
+        tool_timeout=5,
+    )
+    await agent.get_response(USER)
+    assert recorder.events[0] == "run"
+    assert recorder.events[-1] == "run ended stop"
+    for call, error in [("lookup-0", None), ("broken-1", "RuntimeError"), ("stalls-2", "timeout")]:
+        mine = [e for e in recorder.events if e.startswith(call)]
+        if running:  # entered after the start, left before the end, around the time limit
+            assert mine == [
+                f"{call} started",
+                f"{call} running",
+                f"{call} left",
+                f"{call} ended {error}",
+            ]
+        else:
+            assert mine == [f"{call} started", f"{call} ended {error}"]
+
+
+class OwnInterrupt(BaseException):
+    """A user's own BaseException: it travels like KeyboardInterrupt."""
+
+
+INTERRUPTS: list[Callable[[], BaseException]] = [
+    KeyboardInterrupt,
+    lambda: SystemExit(7),
+    OwnInterrupt,
+]
+
+
+@pytest.mark.parametrize("make", INTERRUPTS, ids=lambda make: type(make()).__name__)
+@pytest.mark.parametrize("where", ["tool", "sync tool", "middleware", "model", "caller"])
+@pytest.mark.parametrize("eager", [False, True])
+async def test_an_interrupt_from_anywhere_ends_every_span(
+    otel: Otel, make: Callable[[], BaseException], where: str, eager: bool
+) -> None:
+    # Real time: a sync tool's worker thread would race the autojump clock.
+    interrupt = make()
+
+    @tool
+    async def interrupts(topic: str) -> str:
+        """Raises the interrupt."""
+        await trio.sleep(0.01)
+        raise interrupt
+
+    @tool
+    def interrupts_in_thread(topic: str) -> str:
+        """Raises the interrupt in its worker thread."""
+        raise interrupt
+
+    async def middleware(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        if context.call.name == "interrupts":
+            raise interrupt
+        return await call_next(context)
+
+    first = {"tool": "interrupts", "sync tool": "interrupts_in_thread"}.get(where, "lookup")
+    model: Any = [batch(first, "lookup", "lookup"), "never reached"]
+    if where == "middleware":
+        model = [batch("lookup", "interrupts", "lookup"), "never reached"]
+    elif where == "model":  # mid-stream, a call (started early if eager) running
+        model = [[*batch("lookup")[:-1], TextDelta("and"), interrupt]]
+    scripted = ScriptedChatClient(model, delay=0.005)  # eager calls run while it streams
+    agent = FunctionInvokingChatClient(
+        scripted,
+        [lookup, interrupts, interrupts_in_thread],
+        telemetry=otel.telemetry(),
+        middleware=[middleware],
+        eager_tools=eager,
+    )
+    with trio.fail_after(10), pytest.raises(type(interrupt)) as raised:
+        async with agent.run(USER) as stream:
+            async for update in stream:
+                if where == "caller" and isinstance(update, ToolCallEnd):
+                    raise interrupt  # the caller's own Ctrl-C, its tools still running
+    assert raised.value is interrupt
+    assert otel.opened.open == set(), [s.name for s in otel.spans()]
+    name = type(interrupt).__name__
+    (run,) = otel.named("invoke_agent")  # (a caller that leaves cancels its run, as a break does)
+    assert (run.attributes or {})["error.type"] == ("cancelled" if where == "caller" else name)
+    assert run.status.status_code is StatusCode.ERROR
+    errors = [(s.attributes or {}).get("error.type") for s in otel.named("execute_tool")]
+    if where in ("tool", "sync tool", "middleware"):
+        assert name in errors
+    (chat,) = otel.named("chat")
+    if where == "model":
+        assert (chat.attributes or {})["error.type"] == name
+
+
 async def test_an_approval_pause_has_no_span_for_the_waiting_calls(otel: Otel) -> None:
     @tool(requires_approval=True)
     async def launch(topic: str) -> str:
@@ -314,6 +576,22 @@ async def test_metrics_count_tokens_by_type_and_time_each_model_call(otel: Otel)
     assert duration.count == 2
     assert duration.attributes["gen_ai.request.model"] == "test-model"
     assert duration.attributes["gen_ai.operation.name"] == "chat"
+
+
+async def test_metric_buckets_are_the_semantic_conventions_advice_in_full(otel: Otel) -> None:
+    # gen_ai.client.operation.duration: seconds doubling from 0.01 to 81.92 (a model call of a
+    # minute is not an overflow); gen_ai.client.token.usage: powers of 4 up to 4**13.
+    agent = FunctionInvokingChatClient(
+        Model([[TextDelta("hi"), Finish(FinishReason.STOP, Usage(3, 1))]]),
+        telemetry=otel.telemetry(),
+    )
+    await run_to_completion(agent, USER)
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert tuple(duration.explicit_bounds) == tuple(0.01 * 2**n for n in range(14))
+    assert duration.explicit_bounds[-1] == 81.92
+    for tokens in otel.points("gen_ai.client.token.usage"):
+        assert tuple(tokens.explicit_bounds) == tuple(4**n for n in range(14))
+        assert tokens.explicit_bounds[-1] == 67108864
 
 
 async def test_without_an_sdk_it_does_nothing_and_breaks_nothing() -> None:

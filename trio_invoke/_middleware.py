@@ -2,11 +2,11 @@
 
 A middleware is ``async def middleware(context, call_next) -> ToolCalled``. ``await
 call_next(context)`` runs the rest of the chain and the tool and returns the call's result; a
-middleware may call it with ``context.evolve(arguments=...)`` (validated against the tool's
-schema like the model's arguments), not call it at all and return a result of its own (a cache,
-a policy refusal), return a changed result (``attrs.evolve(called, result=...)``), or raise
-``StopLoop`` to end the run after the batch, as a tool can. The first middleware in the list is
-the outermost.
+middleware may call it with ``context.evolve(arguments=...)`` (JSON, with no NaN or infinity,
+and validated against the tool's schema, like the model's arguments), not call it at all and
+return a result of its own (a cache, a policy refusal), return a changed result
+(``attrs.evolve(called, result=...)``), or raise ``StopLoop`` to end the run after the batch,
+as a tool can. The first middleware in the list is the outermost.
 """
 
 from __future__ import annotations

@@ -64,7 +64,8 @@ class ToolApprovalResponse:
         validator=_of_type(str, Mapping, _NONE, expected="JSON text, a mapping or None"),
     )
     """Replacement arguments for an approved call (JSON text or a mapping), validated like the
-    model's; the tool message records them. ``None`` keeps the model's arguments."""
+    model's; the tool message records them. ``None`` keeps the model's arguments. A mapping
+    that is not JSON (NaN or an infinity included) is an ``ApprovalError`` on resume."""
 
 
 def _responses(value: Iterable[ToolApprovalResponse]) -> tuple[ToolApprovalResponse, ...]:

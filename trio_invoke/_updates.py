@@ -204,7 +204,8 @@ class ToolApprovalRequest:
 
     def approve(self, *, arguments: str | Mapping[str, Any] | None = None) -> ToolApprovalResponse:
         """Approve the call, optionally with replacement ``arguments`` (validated like the
-        model's; the tool message records them)."""
+        model's; the tool message records them; a mapping that is not JSON, NaN or an infinity
+        included, is an ``ApprovalError`` on resume)."""
         return ToolApprovalResponse(self.call.id, True, digest=self.digest, arguments=arguments)
 
     def reject(self, reason: str | None = None) -> ToolApprovalResponse:

@@ -30,11 +30,19 @@ class ChatObservation(Protocol):
 
 
 class ToolObservation(Protocol):
-    """One tool call that runs."""
+    """One tool call that runs.
+
+    An observation may also have ``running() -> ContextManager[object]``: what the call (its
+    middleware and its tool) runs inside, entered and left in the call's task (inside its
+    concurrency slot, around its time limit), and left before :meth:`end` (``Telemetry``'s
+    makes the call's span the current one, so that spans started by the tool's code are its
+    children). It is optional: the loop looks it up, and an observation without it is fine.
+    """
 
     def end(self, called: ToolCalled | None, error_type: str | None) -> None:
-        """The call ended with ``called`` (``None`` when it was cancelled); ``error_type`` names
-        what went wrong when it did: the exception's class, ``"timeout"`` or ``"cancelled"``."""
+        """The call ended with ``called`` (``None`` when it was cancelled or interrupted);
+        ``error_type`` names what went wrong when it did: the exception's class (a tool's, or
+        the interrupt's: ``"KeyboardInterrupt"``), ``"timeout"`` or ``"cancelled"``."""
 
 
 class RunObservation(Protocol):

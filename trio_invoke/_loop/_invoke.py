@@ -9,10 +9,11 @@ one, and at its end the tool.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import trio
@@ -26,7 +27,7 @@ from .._options import ToolApprovalResponse
 from .._tools import Tool
 from .._updates import ToolCalled
 from .._validate import compile_validator, parse_arguments
-from ._hooks import RunObservation, ToolObservation
+from ._hooks import RunObservation
 
 __all__ = ["Entry", "Limits", "Site", "invoke", "not_run", "ready"]
 
@@ -208,13 +209,14 @@ async def _around(
 ) -> ToolCalled:
     """The call with what is around its tool: its limiter, time limit, observer, middleware,
     and the note of arguments the user replaced."""
+    timed = _timed if site.observation is None else _observed
     if limits.limiter is None:
-        called = await _timed(
+        called = await timed(
             entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
         )
     else:
         async with limits.limiter:  # queueing for the limiter does not count as run time
-            called = await _timed(
+            called = await timed(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )
     if note or limits.middleware:
@@ -228,6 +230,38 @@ async def _around(
     return called
 
 
+_NOTHING: Final = contextlib.nullcontext()
+"""What a call runs in when its observation has no ``running`` (one, reused: it holds nothing)."""
+
+
+async def _observed(
+    entry: Entry,
+    call: ToolCall,
+    arguments: dict[str, Any],
+    *,
+    seconds: float | None,
+    limits: Limits,
+    site: Site,
+    started: float,
+) -> ToolCalled:
+    """The call under its time limit, observed: the observation starts before it and ends
+    after it, whatever ends it, and the call runs inside what the observation gives to run it
+    in (``running()``, if it has one: Telemetry's makes the call's span the current one)."""
+    assert site.observation is not None
+    observed = site.observation.tool(call, entry.tool, arguments)
+    running = getattr(observed, "running", None)  # optional: observers may predate it
+    try:
+        with _NOTHING if running is None else running():  # entered and left in this task
+            called = await _timed(
+                entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
+            )
+    except BaseException as exc:  # cancelled, or interrupted (KeyboardInterrupt, SystemExit)
+        observed.end(None, "cancelled" if isinstance(exc, trio.Cancelled) else type(exc).__name__)
+        raise
+    observed.end(called, _error_type(called))
+    return called
+
+
 async def _timed(
     entry: Entry,
     call: ToolCall,
@@ -238,40 +272,28 @@ async def _timed(
     site: Site,
     started: float,
 ) -> ToolCalled:
-    """The call under its time limit, observed if there is an observer."""
-    observed: ToolObservation | None = None
-    if site.observation is not None:
-        observed = site.observation.tool(call, entry.tool, arguments)
-    try:
-        run: Awaitable[ToolCalled]
-        if not limits.middleware:
-            run = _call_tool(entry.tool, call, arguments, limits.detailed_errors, started)
-        else:
-            context = ToolContext(call, arguments, entry.tool, site.round, site.messages)
-            run = _chain(entry, context, limits)(context)
-        if seconds is None:  # no cancel scope to enter and leave on every call
-            called = await run
-        else:
-            finished: ToolCalled | None = None
-            with trio.move_on_after(seconds):
-                finished = await run
-            if finished is None:
-                error = ToolTimeoutError(f"tool {call.name!r} timed out after {seconds:g} s")
-                finished = ToolCalled(
-                    call,
-                    f"Error: {error}",
-                    True,
-                    duration=trio.current_time() - started,
-                    exception=error,
-                )
-            called = finished
-    except trio.Cancelled:
-        if observed is not None:
-            observed.end(None, "cancelled")
-        raise
-    if observed is not None:
-        observed.end(called, _error_type(called))
-    return called
+    """The call under its time limit: the middleware chain, if there is one, and the tool."""
+    run: Awaitable[ToolCalled]
+    if not limits.middleware:
+        run = _call_tool(entry.tool, call, arguments, limits.detailed_errors, started)
+    else:
+        context = ToolContext(call, arguments, entry.tool, site.round, site.messages)
+        run = _chain(entry, context, limits)(context)
+    if seconds is None:  # no cancel scope to enter and leave on every call
+        return await run
+    finished: ToolCalled | None = None
+    with trio.move_on_after(seconds):
+        finished = await run
+    if finished is None:
+        error = ToolTimeoutError(f"tool {call.name!r} timed out after {seconds:g} s")
+        finished = ToolCalled(
+            call,
+            f"Error: {error}",
+            True,
+            duration=trio.current_time() - started,
+            exception=error,
+        )
+    return finished
 
 
 def _error_type(called: ToolCalled) -> str | None:
@@ -351,10 +373,10 @@ def _chain(entry: Entry, first: ToolContext, limits: Limits) -> CallNext:
             validate = entry.validate
             if context.tool is not first.tool:
                 validate = compile_validator(context.tool.parameters)
-            try:
+            try:  # JSON first, as the model's text is parsed first: no NaN, no infinity
                 arguments = dict(arguments)
-                validate(arguments)
                 text = arguments_text(arguments)
+                validate(arguments)
             except (ArgumentsError, TypeError, ValueError) as exc:
                 return ToolCalled(
                     call,

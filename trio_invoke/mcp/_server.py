@@ -18,7 +18,7 @@ import logging
 import math
 import os
 import shlex
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from importlib import metadata
 from os import PathLike
 from types import TracebackType
@@ -53,10 +53,22 @@ DEFAULT_INIT_TIMEOUT: Final = 30.0
 ``npx``/``uvx`` to fetch a server on first use."""
 
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
-"""The SDK's own defaults for its HTTP client, used when ``headers`` makes us build one."""
+"""The SDK's own defaults for its HTTP client (we build it, to see its answers' statuses)."""
+_SESSION_ENDED: Final = (
+    "the server ended the session (it answered HTTP 404 to its id: did it restart?)"
+)
+"""Why an HTTP server is lost when it no longer knows the session."""
 _PERMISSIVE: Final[Mapping[str, Any]] = {"type": "object"}
 
 _log = logging.getLogger("trio_invoke.mcp")
+
+_RELISTEN_FIRST: Final = 0.25
+"""Seconds before listening for tool list changes again, the first time after a loss."""
+_RELISTEN_MAX: Final = 30.0
+"""The longest wait between two attempts to listen again."""
+
+_Lose = Callable[[str], None]
+"""Records why the connection is gone (:meth:`MCPServer._lose`)."""
 
 Protocol = Literal["auto", "legacy"]
 
@@ -156,7 +168,7 @@ class _Stdio:
 
     lost = "the server process ended or closed its output"
 
-    async def transport(self, stack: contextlib.AsyncExitStack[Any]) -> Any:
+    async def transport(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Any:
         parameters = StdioServerParameters(
             command=self.command,
             args=list(self.args),
@@ -180,10 +192,20 @@ class _HTTP:
 
     lost = "the HTTP connection ended"
 
-    async def transport(self, stack: contextlib.AsyncExitStack[Any]) -> Any:
-        if self.headers is None:
-            return streamable_http_client(self.url)
-        http = httpx2.AsyncClient(headers=dict(self.headers), timeout=_HTTP_TIMEOUT)
+    async def transport(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Any:
+        async def answered(response: httpx2.Response) -> None:
+            # The MCP spec: a 404 to a request with an Mcp-Session-Id means the server no
+            # longer knows the session (it restarted, or ended it), and a client "MUST start a
+            # new session". Ours is not restarted behind the user's back (see MCPServer): the
+            # server is lost, before the SDK hands the request its error.
+            if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+                lose(_SESSION_ENDED)
+
+        http = httpx2.AsyncClient(
+            headers=dict(self.headers) if self.headers is not None else None,
+            timeout=_HTTP_TIMEOUT,
+            event_hooks={"response": [answered]},
+        )
         await stack.enter_async_context(http)
         return streamable_http_client(self.url, http_client=http)
 
@@ -276,8 +298,10 @@ class MCPServer:
     session is deleted. Calls still running in other tasks then get an error result.
 
     A server that dies is not restarted: its running calls get error results naming what
-    happened, later calls get "not available" at once. Leave the block and enter it again to
-    reconnect (one connection at a time).
+    happened, later calls get "not available" at once (an HTTP server that went away while
+    idle is noticed by the first request that finds it gone; one that no longer knows the
+    session, answering HTTP 404 to its id, is not available either). Leave the block and enter
+    it again to reconnect (one connection at a time).
     """
 
     def __init__(
@@ -567,7 +591,7 @@ class MCPServer:
         try:
             with init, changed_send, changed_receive:
                 async with contextlib.AsyncExitStack() as stack:
-                    transport = await self._target.transport(stack)
+                    transport = await self._target.transport(stack, self._lose)
                     client = Client(
                         _watched(transport, self._stream_ended),
                         mode="legacy" if self.protocol == "legacy" else "auto",
@@ -708,18 +732,55 @@ class MCPServer:
     async def _listen(
         self, client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Hold a ``subscriptions/listen`` stream open for tool list changes (2026-07-28)."""
-        listening = False
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                listening = True
-                task_status.started()
-                async for _ in subscription:
-                    self._tools_changed()
-        except Exception as exc:  # no stream, or it was lost: changes go unnoticed
-            _log.warning("MCP server %r: no tool list changes: %s", self.name, _summary(exc))
-        if not listening:
-            task_status.started()
+        """Hold a ``subscriptions/listen`` stream open for tool list changes (2026-07-28).
+
+        A stream that ends (the SDK: "re-listen and refetch"; the server restarted, a proxy cut
+        it, or it never opened) is opened again after a wait that doubles from
+        :data:`_RELISTEN_FIRST` up to :data:`_RELISTEN_MAX` (back to the first after a stream
+        that lasted that long), and the tools are listed again once it is open: changes in
+        between went unseen. It stops when the server is lost: a request, this one included,
+        found the connection gone (as a call does, so a server that is down when listening
+        again is not available, and one back by then goes on as before); the block's end
+        cancels it. ``task_status`` is told once the first attempt is done.
+        """
+        delay = _RELISTEN_FIRST
+        first = True
+        while True:
+            opened: float | None = None
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    opened = trio.current_time()
+                    if first:
+                        task_status.started()
+                    else:
+                        self._tools_changed()  # what changed while no stream was open
+                        _log.info("MCP server %r: listening for tool list changes again", self.name)
+                    async for _ in subscription:
+                        self._tools_changed()
+                why = "the server closed it"
+            except MCPError as exc:
+                if exc.code == mcp_types.CONNECTION_CLOSED:  # as for a call (see _call)
+                    self._lose(self._target.lost)
+                why = _summary(exc)
+            except Exception as exc:  # no stream, or it was lost (SubscriptionLost)
+                why = _summary(exc)
+            if first and opened is None:
+                task_status.started()  # the first attempt is done, without a stream
+            if self._lost is not None:
+                return  # calls say it is gone; nothing to follow
+            if opened is not None and trio.current_time() - opened >= _RELISTEN_MAX:
+                delay = _RELISTEN_FIRST
+            level = logging.WARNING if first or opened is not None else logging.DEBUG
+            _log.log(
+                level,
+                "MCP server %r: no tool list changes for now (%s); listening again in %g s",
+                self.name,
+                why,
+                delay,
+            )
+            first = False
+            await trio.sleep(delay)
+            delay = min(2 * delay, _RELISTEN_MAX)
 
     async def _on_message(self, message: Any) -> None:
         """The SDK's message handler, run in the SDK's tasks: notices tool list changes."""
@@ -761,12 +822,23 @@ class MCPServer:
                 result = await client.call_tool(tool.remote_name, arguments)
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED:
+                # The connection is gone: a stdio server's output ended (already recorded), or an
+                # HTTP request found the server gone, which nothing else may notice for a while
+                # (the server's answers come on each request's own response). Later calls are
+                # answered "not available" at once. This call may have reached the server or not
+                # (the SDK tells the two apart no more than this), so it is not said to be
+                # unavailable: its work may have been half done.
                 reason = self._lost or self._target.lost
+                self._lose(reason)
                 raise self._error(
                     tool,
                     f"the connection to MCP server {self.name!r} ended while the call was "
                     f"running: {reason}",
                     exc.code,
+                ) from exc
+            if self._lost == _SESSION_ENDED:  # the server refused the call: not run
+                raise self._error(
+                    tool, f"MCP server {self.name!r} is not available: {self._lost}", exc.code
                 ) from exc
             raise self._error(
                 tool,

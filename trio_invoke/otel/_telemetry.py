@@ -27,8 +27,15 @@ except ImportError as exc:  # pragma: no cover - the test hides opentelemetry an
 __all__ = ["Telemetry"]
 
 _SCOPE = "trio_invoke"
-_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
-_DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48)
+# The GenAI semantic conventions' advised bucket boundaries (gen-ai-metrics), in full.
+# fmt: off
+_TOKEN_BUCKETS = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)
+_DURATION_BUCKETS = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)
+# fmt: on
 _PROVIDERS = {"OpenAIChatClient": "openai", "AnthropicChatClient": "anthropic"}
 
 
@@ -85,7 +92,14 @@ class Telemetry:
       or not sampled): ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
       ``gen_ai.tool.description``, ``gen_ai.tool.type`` (``"function"``); ``error.type`` (the
       exception's class name, ``"timeout"`` or ``"cancelled"``) and an error status when its
-      result is an error.
+      result is an error, or it was cancelled or interrupted (``"KeyboardInterrupt"``, ...).
+
+    A call's span is the current span while the call (its middleware and its tool) runs, in
+    its task and in a sync tool's thread: spans that the tool's code starts (an HTTP client's,
+    a database driver's, the MCP SDK's ``MCP send tools/call``) are its children, and the trace
+    context it propagates (the MCP SDK's ``_meta.traceparent``) is the call's. In a run that
+    is not sampled, calls run in the run's context (no span of their own): what they trace is
+    not sampled either, under a parent-based sampler.
 
     Metrics: ``gen_ai.client.token.usage`` (histogram of tokens per model call, by
     ``gen_ai.token.type`` ``input`` / ``output``) and ``gen_ai.client.operation.duration``
@@ -162,9 +176,13 @@ class _Run:
                 span.set_attribute(names.INPUT_MESSAGES, _messages_json(messages))
         return _Chat(self.telemetry, span, attributes, time.perf_counter())
 
-    def tool(self, call: ToolCall, tool: Tool, arguments: Mapping[str, Any]) -> _Tool | _Unseen:
-        if not self.span.is_recording():
-            return _UNSEEN  # the run is not traced (no SDK, or not sampled): nor are its calls
+    def tool(
+        self, call: ToolCall, tool: Tool, arguments: Mapping[str, Any]
+    ) -> _Tool | _Unsampled | _Unseen:
+        if not self.span.is_recording():  # the run is not traced: nor are its calls
+            if self.span.get_span_context().is_valid:  # an SDK did not sample it
+                return _Unsampled(self.context)
+            return _UNSEEN  # no SDK
         span = self.telemetry._tracer.start_span(
             f"{names.EXECUTE_TOOL} {call.name}", context=self.context, kind=trace.SpanKind.INTERNAL
         )
@@ -180,7 +198,7 @@ class _Run:
             )
             if self.telemetry.capture_content:
                 span.set_attribute(names.TOOL_CALL_ARGUMENTS, _json(dict(arguments)))
-        return _Tool(self.telemetry, span)
+        return _Tool(self.telemetry, span, trace.set_span_in_context(span, self.context))
 
     def end(self, reason: FinishReason | None, usage: Usage | None, error: str | None) -> None:
         span = self.span
@@ -224,8 +242,24 @@ class _Chat:
         span.end()
 
 
+class _Current:
+    """Makes ``context`` the current OpenTelemetry context while a call runs (attached and
+    detached in the call's task, so the tool's code and its sync tool's thread see it)."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, context: otel_context.Context) -> None:
+        self._context = context
+
+    def __enter__(self) -> None:
+        self._token = otel_context.attach(self._context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        otel_context.detach(self._token)
+
+
 class _Unseen:
-    """The observation of a call in a run that is not traced: nothing to end."""
+    """The observation of a call in a run that is not traced (no SDK): nothing to end."""
 
     __slots__ = ()
 
@@ -237,9 +271,29 @@ _UNSEEN = _Unseen()
 
 
 @attrs.define
+class _Unsampled:
+    """The observation of a call in a run the SDK did not sample: no span, but the call runs
+    in the run's context, so spans started inside it are the run's (unsampled) children, not
+    the roots of traces of their own."""
+
+    context: otel_context.Context
+
+    def running(self) -> _Current:
+        return _Current(self.context)
+
+    def end(self, called: ToolCalled | None, error_type: str | None) -> None:
+        pass
+
+
+@attrs.define
 class _Tool:
     telemetry: Telemetry
     span: trace.Span
+    context: otel_context.Context
+    """The run's context with this call's span current: what the call runs in."""
+
+    def running(self) -> _Current:
+        return _Current(self.context)
 
     def end(self, called: ToolCalled | None, error_type: str | None) -> None:
         span = self.span
