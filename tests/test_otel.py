@@ -256,6 +256,47 @@ async def test_timeouts_and_cancellations_end_their_spans_as_errors(
     assert otel.opened.open == set()
 
 
+@tool
+async def fails_as_cancelled(topic: str) -> str:
+    """Takes forever; cancelled, its helper task's cleanup fails (its nursery lets out a group
+    holding the Cancelled beside a ValueError)."""
+
+    async def helper() -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            raise ValueError(SECRET)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(helper)
+        await trio.sleep_forever()
+    return "never"  # pragma: no cover
+
+
+async def test_a_call_whose_tasks_fail_as_it_is_cut_short_ends_its_span_as_cut_short(
+    otel: Otel, autojump_clock: trio.testing.MockClock
+) -> None:
+    tools = [fails_as_cancelled, lookup]
+    agent = FunctionInvokingChatClient(
+        Model([batch("fails_as_cancelled", "lookup"), "done"]),
+        tools,
+        telemetry=otel.telemetry(),
+        tool_timeout=1,
+    )
+    await run_to_completion(agent, USER)
+    errors = {s.name: (s.attributes or {}).get("error.type") for s in otel.named("execute_tool")}
+    assert errors == {"execute_tool fails_as_cancelled": "timeout", "execute_tool lookup": None}
+    otel.exporter.clear()
+    scope = trio.CancelScope(deadline=trio.current_time() + 0.5)
+    agent = FunctionInvokingChatClient(
+        Model([batch("fails_as_cancelled", "lookup")]), tools, telemetry=otel.telemetry()
+    )
+    await run_to_completion(agent, USER, RunOptions(cancel_scope=scope))
+    errors = {s.name: (s.attributes or {}).get("error.type") for s in otel.named("execute_tool")}
+    assert errors == {"execute_tool fails_as_cancelled": "cancelled", "execute_tool lookup": None}
+    assert otel.opened.open == set()
+
+
 async def test_a_cancelled_model_call_and_a_caller_that_leaves_end_every_span(
     otel: Otel, autojump_clock: trio.testing.MockClock
 ) -> None:

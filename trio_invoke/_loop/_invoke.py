@@ -119,7 +119,10 @@ def _group_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     if rest is not None and rest.split(Exception)[1] is not None:
         raise group  # an interrupt is in it: it reaches the caller (the loop takes it out)
     if cancelled is not None and _really_cancelled():
-        raise cancelled from None  # (a group of Cancelled: the cancelling scope catches it)
+        first: BaseException = cancelled
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None  # a bare Cancelled, as the scope that is cancelling sent it
     return rest if rest is not None else group
 
 
