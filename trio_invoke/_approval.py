@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ from ._exceptions import ApprovalError, ConversationError
 from ._messages import ChatMessage, MessageRole, ToolCall
 from ._options import ToolApprovalResponse
 from ._text import digest_bytes
+from ._validate import non_finite
 
 __all__ = ["arguments_text", "call_digest", "match_approvals", "pending_calls"]
 
@@ -51,30 +51,11 @@ def arguments_text(arguments: str | Mapping[str, Any]) -> str:
             dict(arguments), separators=(",", ":"), ensure_ascii=False, allow_nan=False
         )
     except ValueError as exc:  # NaN or an infinity, or a circular reference
-        found = _non_finite(arguments)
+        found = non_finite(arguments, fields=True)
         if found is None:
             raise
         where, value = found
         raise ValueError(f"field {where!r} is {value!r}, not a JSON number") from exc
-
-
-def _non_finite(arguments: Mapping[str, Any]) -> tuple[str, float] | None:
-    """Where the first NaN or infinity in ``arguments`` is (``a.b[0]``), and it; ``None`` if
-    there is none. Iterative, and it stops at a value seen before (a cycle is not JSON)."""
-    stack: list[tuple[object, str]] = [(v, str(k)) for k, v in reversed(list(arguments.items()))]
-    seen: set[int] = set()
-    while stack:
-        value, where = stack.pop()
-        if isinstance(value, float) and not math.isfinite(value):
-            return where, value
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if isinstance(value, Mapping):
-            stack.extend((v, f"{where}.{k}") for k, v in reversed(list(value.items())))
-        elif isinstance(value, list | tuple):
-            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(value))))
-    return None
 
 
 def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:

@@ -453,11 +453,23 @@ def _canonical(schema: Mapping[str, Any]) -> str:
         raise ToolDefinitionError(f"invalid JSON Schema: not JSON ({exc})") from exc
 
 
-def non_finite(data: Mapping[str, Any]) -> tuple[str, float] | None:
-    """The JSON pointer and value of the first NaN or infinity in ``data`` (a schema, a
-    request body), if any: what ``json.dumps(..., allow_nan=False)`` refuses."""
-    stack: list[tuple[object, str]] = [(data, "#")]
-    seen: set[int] = set()  # a value that contains itself is not JSON either
+def non_finite(data: Mapping[str, Any], *, fields: bool = False) -> tuple[str, float] | None:
+    """Where the first NaN or infinity in ``data`` (a schema, a request body, arguments) is, in
+    document order, and it; ``None`` if there is none: what ``json.dumps(..., allow_nan=False)``
+    refuses. ``where`` is a JSON pointer (``#/a/b/0``), or with ``fields`` a field path as
+    argument errors name fields (``a.b[0]``). Iterative; a value that contains itself is not
+    JSON either, and is not followed twice."""
+
+    def key(where: str, name: object) -> str:
+        if not fields:
+            return f"{where}/{name}"
+        return f"{where}.{name}" if where else str(name)
+
+    def index(where: str, position: int) -> str:
+        return f"{where}[{position}]" if fields else f"{where}/{position}"
+
+    stack: list[tuple[object, str]] = [(data, "" if fields else "#")]
+    seen: set[int] = set()
     while stack:
         value, where = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
@@ -466,9 +478,9 @@ def non_finite(data: Mapping[str, Any]) -> tuple[str, float] | None:
             continue
         seen.add(id(value))
         if isinstance(value, Mapping):
-            stack.extend((v, f"{where}/{k}") for k, v in value.items())
+            stack.extend((v, key(where, k)) for k, v in reversed(list(value.items())))
         elif isinstance(value, list | tuple):
-            stack.extend((v, f"{where}/{i}") for i, v in enumerate(value))
+            stack.extend((v, index(where, i)) for i, v in reversed(list(enumerate(value))))
     return None
 
 
