@@ -9,7 +9,10 @@ every ``tools/list`` page it serves, and each tool call that was cancelled.
 ``--odd-names`` adds tools whose names are not valid for model providers (dots, 100 characters),
 ``--collide`` two of them that map to one provider name; ``--bad-schema`` lists ``echo`` with
 an input schema whose regex does not compile; ``--cursor-loop`` (with ``--page-size``) answers
-every page with the same next cursor.
+every page with the same next cursor. Over HTTP, ``--no-get`` answers every GET with 404 (a
+router with no GET for the endpoint, as an Express app with only ``app.post('/mcp')``), and
+``--not-found-tool NAME`` answers a call of tool NAME with 404 and a JSON-RPC "method not
+found" error (as a gateway in front of the server might).
 """
 
 from __future__ import annotations
@@ -229,12 +232,67 @@ def main() -> None:
     parser.add_argument("--collide", action="store_true")
     parser.add_argument("--bad-schema", action="store_true")
     parser.add_argument("--cursor-loop", action="store_true")
+    parser.add_argument("--no-get", action="store_true")
+    parser.add_argument("--not-found-tool", default=None, metavar="NAME")
     args = parser.parse_args()
     server = build(args)
     if args.http is None:
         server.run()
-    else:
+    elif not (args.no_get or args.not_found_tool):
         anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=args.http))
+    else:
+        import uvicorn
+
+        app = _Router(server.streamable_http_app(), args.no_get, args.not_found_tool)
+        config = uvicorn.Config(app, host="127.0.0.1", port=args.http, log_level="error")
+        anyio.run(uvicorn.Server(config).serve)
+
+
+class _Router:
+    """An ASGI app in front of the server's: ``--no-get`` and ``--not-found-tool`` (see above)."""
+
+    def __init__(self, inner: Any, no_get: bool, not_found_tool: str | None) -> None:
+        self.inner, self.no_get, self.not_found_tool = inner, no_get, not_found_tool
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        if scope["method"] == "GET" and self.no_get:
+            await _answer(send, 404, "text/html", b"Cannot GET /mcp")
+            return
+        messages: list[Any] = []
+        if scope["method"] == "POST" and self.not_found_tool is not None:
+            body = b""
+            while True:
+                message = await receive()
+                messages.append(message)
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            request = json.loads(body or b"null")
+            params = request.get("params") if isinstance(request, dict) else None
+            if isinstance(params, dict) and params.get("name") == self.not_found_tool:
+                error = {"code": -32601, "message": "Method not found"}
+                answer = {"jsonrpc": "2.0", "id": request.get("id"), "error": error}
+                await _answer(send, 404, "application/json", json.dumps(answer).encode())
+                return
+
+        async def replay() -> Any:
+            return messages.pop(0) if messages else await receive()
+
+        await self.inner(scope, replay, send)
+
+
+async def _answer(send: Any, status: int, kind: str, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", kind.encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 if __name__ == "__main__":

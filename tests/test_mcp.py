@@ -999,21 +999,56 @@ async def test_tool_list_changes_are_followed_again_after_an_http_server_restart
             assert set(by_remote(server)) == BASE_TOOLS | {"after"}
 
 
-async def test_an_http_server_that_is_down_when_listening_again_is_not_available(
-    log: Log, http_servers: list[HTTPServer]
+@pytest.mark.parametrize("down", [0.5, 2.0])
+async def test_an_http_server_restarted_while_idle_goes_on(
+    log: Log, http_servers: list[HTTPServer], down: float
 ) -> None:
-    # Listening again is a request like a call: finding the connection gone, it makes the
-    # server not available, and a restart later does not bring it back (re-enter for that).
+    # Down for a while, and back on its port before any call: listening again fails meanwhile,
+    # which does not lose the server (the 2026-07-28 protocol has no session to lose); once it
+    # is back, calls are answered and tool list changes followed as before. (The restart runs
+    # in a thread, so that the loop goes on meanwhile.)
     http = HTTPServer(log)
     http_servers.append(http)
     with trio.fail_after(ENTER):
         async with MCPServer.http(http.url) as server:
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
             http.kill()
-            with trio.fail_after(10):
-                await wait_until_unavailable(server)  # with no call made
-            http_servers.append(HTTPServer(log, port=http.port))
-            with pytest.raises(MCPToolError, match="is not available: the"):
-                await by_remote(server)["add"].execute({"a": 1, "b": 2})
+            await trio.sleep(down)  # nothing is called meanwhile
+            port = http.port
+            http_servers.append(await trio.to_thread.run_sync(lambda: HTTPServer(log, port=port)))
+            await trio.sleep(1)
+            assert server.available, server._lost
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+            assert await by_remote(server)["add_tool"].execute({"name": "after"}) == "added after"
+            await wait_for_tool(server, "after")
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_a_server_with_no_get_stream_stays_available(
+    log: Log, http_servers: list[HTTPServer], protocol: str
+) -> None:
+    # The SDK's optional GET stream carries the session id too; a server with no GET for the
+    # endpoint answers it 404, which is not the session's end.
+    http = HTTPServer(log, "--no-get")
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol=protocol) as server:  # type: ignore[arg-type]
+            await trio.sleep(1)  # the SDK opens its GET stream after the handshake
+            assert server.available
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+
+
+async def test_a_404_that_says_method_not_found_is_that_calls_error_not_the_sessions_end(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    http = HTTPServer(log, "--not-found-tool", "echo")
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol="legacy") as server:
+            with pytest.raises(MCPToolError, match="Method not found"):
+                await by_remote(server)["echo"].execute({"text": "hi"})
+            assert server.available
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
 
 
 class Subscriptions:
@@ -1043,11 +1078,19 @@ class Subscriptions:
 
 
 async def test_listening_again_backs_off_refetches_and_stops_with_the_server(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # It cannot spin: attempts wait 0.25 s, doubling to 30 s at most (back to 0.25 s after a
     # stream that stayed open that long); each stream opened again lists the tools again; it
     # stops once the server is lost, and with the block (a cancelled scope).
+    up = [True]
+
+    async def reachable(self: object) -> bool:
+        return up[0]
+
+    monkeypatch.setattr(
+        type(MCPServer.http("http://127.0.0.1:9/mcp")._target), "reachable", reachable
+    )
     server = MCPServer.http("http://127.0.0.1:9/mcp")
     changes_send, changes = trio.open_memory_channel[None](100)
     server._changed = changes_send
@@ -1082,11 +1125,27 @@ async def test_listening_again_backs_off_refetches_and_stops_with_the_server(
 
     server = MCPServer.http("http://127.0.0.1:9/mcp")
     closed = MCPError(mcp_types.CONNECTION_CLOSED, "Connection closed")
-    client = Subscriptions(["closed", closed, RuntimeError("refused")])
-    with trio.fail_after(1):
+    client = Subscriptions(["closed", closed, 100])
+    with trio.move_on_after(10):
         await server._listen(client)  # type: ignore[arg-type]
-    assert len(client.attempts) == 2  # listening again found the connection gone: it stops
-    assert server._lost == "the HTTP connection ended"  # and the server is lost, as by a call
+    assert len(client.attempts) == 3  # the connection gone on listening again: it goes on
+    assert server._lost is None  # (a call is what finds a server gone)
+
+    # While the server takes no connections, nothing is sent through the SDK (a request its
+    # transport cannot connect ends the session): it waits as long again, then listens.
+    client = Subscriptions(["closed", 100])
+    up[0] = False
+
+    async def back() -> None:
+        await trio.sleep(20)
+        up[0] = True
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(back)
+        with trio.move_on_after(40):
+            await server._listen(client)  # type: ignore[arg-type]
+    assert len(client.attempts) == 2
+    assert client.attempts[1] - client.attempts[0] > 20  # not before the server was back
 
 
 async def test_a_run_in_progress_keeps_the_tools_it_started_with(log: Log) -> None:

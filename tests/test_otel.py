@@ -297,6 +297,46 @@ async def test_a_call_whose_tasks_fail_as_it_is_cut_short_ends_its_span_as_cut_s
     assert otel.opened.open == set()
 
 
+async def _interrupted_in_own_nursery() -> None:
+    async def helper() -> None:
+        await trio.sleep(0.01)
+        raise KeyboardInterrupt  # (Ctrl-C lands in a helper task)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(helper)
+        await trio.sleep_forever()
+
+
+@tool
+async def interrupted_inside(topic: str) -> str:
+    """Its own helper task is interrupted."""
+    await _interrupted_in_own_nursery()
+    return "never"  # pragma: no cover
+
+
+async def interrupted_middleware(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    await _interrupted_in_own_nursery()
+    raise AssertionError("never")  # pragma: no cover
+
+
+@pytest.mark.parametrize("where", ["tool", "middleware"])
+async def test_an_interrupt_in_a_calls_own_nursery_is_named_on_its_span(
+    otel: Otel, where: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    name = "interrupted_inside" if where == "tool" else "lookup"
+    agent = FunctionInvokingChatClient(
+        Model([batch(name), "never"]),
+        [interrupted_inside, lookup],
+        telemetry=otel.telemetry(),
+        middleware=[interrupted_middleware] if where == "middleware" else [],
+    )
+    with trio.fail_after(10), pytest.raises(KeyboardInterrupt):
+        await run_to_completion(agent, USER)
+    (span,) = otel.named("execute_tool")
+    assert (span.attributes or {})["error.type"] == "KeyboardInterrupt"
+    assert otel.opened.open == set()
+
+
 async def test_a_cancelled_model_call_and_a_caller_that_leaves_end_every_span(
     otel: Otel, autojump_clock: trio.testing.MockClock
 ) -> None:

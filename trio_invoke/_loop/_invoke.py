@@ -27,6 +27,7 @@ from .._options import ToolApprovalResponse
 from .._tools import Tool
 from .._updates import ToolCalled
 from .._validate import compile_validator, parse_arguments
+from ._channels import primary
 from ._hooks import RunObservation
 
 __all__ = ["Entry", "Limits", "Site", "invoke", "not_run", "ready"]
@@ -259,7 +260,10 @@ async def _observed(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )
     except BaseException as exc:  # cancelled, or interrupted (KeyboardInterrupt, SystemExit)
-        observed.end(None, "cancelled" if isinstance(exc, trio.Cancelled) else type(exc).__name__)
+        cause = primary(exc)  # (an interrupt in a group from the tool's own nursery)
+        observed.end(
+            None, "cancelled" if isinstance(cause, trio.Cancelled) else type(cause).__name__
+        )
         raise
     observed.end(called, _error_type(called))
     return called

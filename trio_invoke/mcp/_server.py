@@ -14,6 +14,7 @@ and every later call is answered "not available".
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -66,6 +67,8 @@ _RELISTEN_FIRST: Final = 0.25
 """Seconds before listening for tool list changes again, the first time after a loss."""
 _RELISTEN_MAX: Final = 30.0
 """The longest wait between two attempts to listen again."""
+_PROBE_TIMEOUT: Final = 5.0
+"""Seconds a server's port may take to accept the connection that checks it is up."""
 
 _Lose = Callable[[str], None]
 """Records why the connection is gone (:meth:`MCPServer._lose`)."""
@@ -168,6 +171,9 @@ class _Stdio:
 
     lost = "the server process ended or closed its output"
 
+    async def reachable(self) -> bool:
+        return True  # (a process that ended is seen by its output's end)
+
     async def transport(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Any:
         parameters = StdioServerParameters(
             command=self.command,
@@ -192,13 +198,35 @@ class _HTTP:
 
     lost = "the HTTP connection ended"
 
+    async def reachable(self) -> bool:
+        """Whether the server's port takes a connection now (opened and closed at once, outside
+        the SDK: a request the SDK's transport cannot connect for ends its whole session)."""
+        parts = urlsplit(self.url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with trio.move_on_after(_PROBE_TIMEOUT):
+            try:
+                stream = await trio.open_tcp_stream(parts.hostname or "localhost", port)
+            except OSError:
+                return False
+            await stream.aclose()
+            return True
+        return False
+
     async def transport(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Any:
         async def answered(response: httpx2.Response) -> None:
             # The MCP spec: a 404 to a request with an Mcp-Session-Id means the server no
             # longer knows the session (it restarted, or ended it), and a client "MUST start a
             # new session". Ours is not restarted behind the user's back (see MCPServer): the
-            # server is lost, before the SDK hands the request its error.
-            if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+            # server is lost, before the SDK hands the request its error. Only a POST (a
+            # message of the session) counts: a server may have no GET stream at all (404),
+            # and a JSON-RPC "method not found" may come as a 404 too.
+            request = response.request
+            if (
+                response.status_code == 404
+                and request.method == "POST"
+                and "mcp-session-id" in request.headers
+                and not await _method_not_found(response)
+            ):
                 lose(_SESSION_ENDED)
 
         http = httpx2.AsyncClient(
@@ -208,6 +236,19 @@ class _HTTP:
         )
         await stack.enter_async_context(http)
         return streamable_http_client(self.url, http_client=http)
+
+
+async def _method_not_found(response: httpx2.Response) -> bool:
+    """Whether a 404's body is a JSON-RPC "method not found" error (the server knows the
+    session, not the method). Read here, the body is there for the SDK to read again."""
+    if not response.headers.get("content-type", "").lower().startswith("application/json"):
+        return False
+    try:
+        body = json.loads(await response.aread())
+    except (httpx2.HTTPError, ValueError):
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    return isinstance(error, dict) and error.get("code") == mcp_types.METHOD_NOT_FOUND
 
 
 class _WatchedStream:
@@ -738,15 +779,22 @@ class MCPServer:
         it, or it never opened) is opened again after a wait that doubles from
         :data:`_RELISTEN_FIRST` up to :data:`_RELISTEN_MAX` (back to the first after a stream
         that lasted that long), and the tools are listed again once it is open: changes in
-        between went unseen. It stops when the server is lost: a request, this one included,
-        found the connection gone (as a call does, so a server that is down when listening
-        again is not available, and one back by then goes on as before); the block's end
-        cancels it. ``task_status`` is told once the first attempt is done.
+        between went unseen. Before listening again it waits (as long again) until the
+        server takes connections: a request the SDK's HTTP transport cannot connect ends the
+        whole session, and a server restarting on its port takes a moment (the 2026-07-28
+        protocol has no session to lose, so one back before any call goes on as before). A
+        call is what finds a server gone (see :meth:`_call`). It stops when the server is lost,
+        and the block's end cancels it. ``task_status`` is told once the first attempt is done.
         """
         delay = _RELISTEN_FIRST
         first = True
         while True:
             opened: float | None = None
+            if not first and not await self._target.reachable():  # down, or restarting
+                _log.debug("MCP server %r: no connection yet; trying in %g s", self.name, delay)
+                await trio.sleep(delay)
+                delay = min(2 * delay, _RELISTEN_MAX)
+                continue
             try:
                 async with client.listen(tools_list_changed=True) as subscription:
                     opened = trio.current_time()
@@ -758,11 +806,7 @@ class MCPServer:
                     async for _ in subscription:
                         self._tools_changed()
                 why = "the server closed it"
-            except MCPError as exc:
-                if exc.code == mcp_types.CONNECTION_CLOSED:  # as for a call (see _call)
-                    self._lose(self._target.lost)
-                why = _summary(exc)
-            except Exception as exc:  # no stream, or it was lost (SubscriptionLost)
+            except Exception as exc:  # no stream, the connection gone, or SubscriptionLost
                 why = _summary(exc)
             if first and opened is None:
                 task_status.started()  # the first attempt is done, without a stream
