@@ -149,8 +149,7 @@ def test_reasoning_keeps_its_field_and_provider_data_its_keys() -> None:
             }
         ],
     }
-    both = {"role": "assistant", "content": "x", "reasoning_content": "a", "reasoning": "b"}
-    for data in (deepseek, openrouter, both):
+    for data in (deepseek, openrouter):
         message = ChatMessage.from_dict(data)
         assert message.to_dict() == data
         assert ChatMessage.from_dict(message.to_dict()) == message
@@ -162,12 +161,34 @@ def test_reasoning_keeps_its_field_and_provider_data_its_keys() -> None:
     assert loaded.tool_calls[0].provider_data == {
         "extra_content": {"google": {"thought_signature": "sig"}}
     }
-    two = ChatMessage.from_dict(both)
-    assert (two.reasoning, two.reasoning_field, dict(two.provider_data)) == (
+
+
+def test_reasoning_under_both_names_is_read_once_or_refused() -> None:
+    same = {"role": "assistant", "content": "x", "reasoning_content": "a", "reasoning": "a"}
+    message = ChatMessage.from_dict(same)
+    assert (message.reasoning, message.reasoning_field, dict(message.provider_data)) == (
         "a",
         "reasoning_content",
-        {"reasoning": "b"},
+        {},
     )
+    different = {**same, "reasoning": "b"}
+    with pytest.raises(ValueError, match="different reasoning under 'reasoning_content' and"):
+        ChatMessage.from_dict(different)
+
+
+@pytest.mark.parametrize("field", [None, "reasoning_content", "reasoning"])
+@pytest.mark.parametrize("name", ["reasoning_content", "reasoning"])
+def test_provider_data_may_hold_neither_reasoning_name(field: str | None, name: str) -> None:
+    # from_dict reads the reasoning from either name, so one in provider_data, whichever field
+    # the message's own reasoning uses, would come back as the reasoning.
+    reasoning = {} if field is None else {"reasoning": "mine", "reasoning_field": field}
+    with pytest.raises(ValueError, match=f"may not set '{name}'"):
+        ChatMessage(
+            MessageRole.ASSISTANT,
+            "answer",
+            provider_data={name: "other"},
+            **reasoning,  # type: ignore[arg-type]
+        )
 
 
 def test_nulls_read_as_absent() -> None:
@@ -266,7 +287,7 @@ def openai_messages(draw: st.DrawFn) -> dict[str, Any]:
         calls = draw(st.none() | openai_calls)
         if calls is not None:
             data["tool_calls"] = calls
-        reasoning = draw(st.sampled_from([(), ("reasoning_content",), ("reasoning",), REASONING]))
+        reasoning = draw(st.sampled_from([(), ("reasoning_content",), ("reasoning",)]))
         for field in reasoning:
             data[field] = draw(texts)
     if role == "tool":
@@ -275,9 +296,6 @@ def openai_messages(draw: st.DrawFn) -> dict[str, Any]:
             data["name"] = draw(texts)
     data.update(draw(extra_keys))
     return data
-
-
-REASONING = ("reasoning_content", "reasoning")
 
 
 @given(openai_messages())
@@ -340,7 +358,7 @@ def test_more_construction_checks_and_views() -> None:
     assert photo.parts == photo.content
     with pytest.raises(TypeError, match="reasoning must be a str"):
         ChatMessage(MessageRole.ASSISTANT, "x", reasoning=5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"provider_data\['reasoning'\] must be a string"):
+    with pytest.raises(ValueError, match="may not set 'reasoning'"):
         ChatMessage(MessageRole.ASSISTANT, "x", reasoning="r", provider_data={"reasoning": 1})
     with pytest.raises(ValueError, match="key that is not a string"):
         ChatMessage(MessageRole.ASSISTANT, "x", provider_data={"a": {1: 2}})
