@@ -83,6 +83,23 @@ def test_parts_keep_their_unmodelled_keys_and_hash() -> None:
         TextPart("x", provider_data={"when": object()})
 
 
+@pytest.mark.parametrize(
+    "part",
+    [
+        TextPart("hi", provider_data={"cache_control": None, "x": 1}),
+        ImagePart(url="https://example.com/a.png", provider_data={"cache_control": None}),
+        RawPart({"type": "input_audio", "input_audio": None}),
+    ],
+    ids=["TextPart", "ImagePart", "RawPart"],
+)
+def test_a_part_leaves_out_keys_whose_value_is_none(part: TextPart | ImagePart | RawPart) -> None:
+    # As a message's provider_data does: to_dict would write null, which reads as absent, so
+    # the part would not come back equal.
+    assert None not in part.to_dict().values()
+    assert part_from_dict(json.loads(json.dumps(part.to_dict()))) == part
+    assert ChatMessage.from_dict(ChatMessage.user([part]).to_dict()) == ChatMessage.user([part])
+
+
 OPENAI_PARTS = [
     {"type": "text", "text": "What is in this image?"},
     {"type": "text", "text": "cached", "cache_control": {"type": "ephemeral"}},

@@ -12,7 +12,8 @@ an image holds a tuple of parts instead, in the OpenAI chat-completions shapes:
 
 Keys of a part that trio_invoke does not model (``cache_control`` for prompt caching, say) are kept
 in the part's ``provider_data`` and written back beside the modelled ones: ``part_from_dict(d)``
-and ``part.to_dict()`` round-trip exactly. See ``_messages`` for the same rule on messages.
+and ``part.to_dict()`` round-trip exactly. See ``_messages`` for the same rule on messages (and
+the same normalisation: a key whose value is ``null`` or ``None`` is absent).
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ def json_object(value: Mapping[str, Any] | None, where: str) -> Mapping[str, Any
     return MappingProxyType(copied)
 
 
+def _without_nulls(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    # A top-level None is absent, as in a message's provider_data: to_dict would write it as
+    # null, and part_from_dict reads null as absent.
+    if isinstance(value, Mapping) and any(v is None for v in value.values()):
+        return {k: v for k, v in value.items() if v is not None}
+    return value
+
+
 def _check_extra(data: Mapping[str, Any], modelled: frozenset[str], where: str) -> None:
     clash = sorted(modelled.intersection(data))
     if clash:
@@ -95,13 +104,13 @@ def _check_extra(data: Mapping[str, Any], modelled: frozenset[str], where: str) 
 
 
 def _text_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    data = json_object(value, "TextPart.provider_data")
+    data = json_object(_without_nulls(value), "TextPart.provider_data")
     _check_extra(data, frozenset({"type", "text"}), "TextPart.provider_data")
     return data
 
 
 def _image_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    data = json_object(value, "ImagePart.provider_data")
+    data = json_object(_without_nulls(value), "ImagePart.provider_data")
     _check_extra(data, frozenset({"type", "image_url"}), "ImagePart.provider_data")
     return data
 
@@ -115,7 +124,8 @@ class TextPart:
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_text_extra, hash=False, repr=show
     )
-    """The part's keys beyond ``type`` and ``text`` (``cache_control``, ...), kept unchanged."""
+    """The part's keys beyond ``type`` and ``text`` (``cache_control``, ...), kept unchanged
+    (a key whose value is ``None`` is left out, as on the wire ``null`` reads as absent)."""
 
     def to_dict(self) -> dict[str, Any]:
         """This part in the OpenAI format."""
@@ -146,7 +156,8 @@ class ImagePart:
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_image_extra, hash=False, repr=show
     )
-    """The part's keys beyond ``type`` and ``image_url``, kept unchanged."""
+    """The part's keys beyond ``type`` and ``image_url``, kept unchanged (a key whose value is
+    ``None`` is left out)."""
 
     def __attrs_post_init__(self) -> None:
         for name in ("url", "data", "media_type", "detail"):
@@ -191,7 +202,7 @@ class ImagePart:
 
 
 def _raw(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    data = json_object(value, "RawPart.data")
+    data = json_object(_without_nulls(value), "RawPart.data")
     if not isinstance(data.get("type"), str):
         raise ValueError(f"RawPart.data needs a string 'type', got {dict(data)!r}")
     return data
@@ -203,7 +214,8 @@ class RawPart:
     and sent as it is."""
 
     data: Mapping[str, Any] = attrs.field(converter=_raw, hash=False, repr=show)
-    """The part, in the OpenAI format: a JSON object with a ``type``."""
+    """The part, in the OpenAI format: a JSON object with a ``type`` (a key whose value is
+    ``None`` is left out)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The part as it came (its text made valid Unicode, as ``ChatMessage.to_dict`` says)."""
