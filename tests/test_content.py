@@ -100,6 +100,34 @@ def test_a_part_leaves_out_keys_whose_value_is_none(part: TextPart | ImagePart |
     assert ChatMessage.from_dict(ChatMessage.user([part]).to_dict()) == ChatMessage.user([part])
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"type": "text", "text": "hi"},
+        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}},
+        {"type": "text"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+        {"type": "image_url", "image_url": {"url": "https://x/a.png", "detail": "low"}},
+        {"type": "image_url", "image_url": {}},
+        {"type": "image_url"},
+    ],
+)
+def test_a_raw_part_of_a_modelled_shape_is_refused(data: dict[str, Any]) -> None:
+    # part_from_dict would read it back as a TextPart or an ImagePart (or refuse it).
+    with pytest.raises(ValueError, match=r"parts are (TextPart|ImagePart)s: use that"):
+        RawPart(data)
+
+
+def test_a_raw_part_holds_what_image_part_cannot_write() -> None:
+    for data in (
+        {"type": "image_url", "image_url": "https://example.com/a.png"},
+        {"type": "image_url", "image_url": {"url": "https://x/a.png", "format": "png"}},
+        {"type": "image_url", "image_url": {"url": 1, "format": "png"}},
+    ):
+        part = RawPart(data)
+        assert part_from_dict(json.loads(json.dumps(part.to_dict()))) == part
+
+
 OPENAI_PARTS = [
     {"type": "text", "text": "What is in this image?"},
     {"type": "text", "text": "cached", "cache_control": {"type": "ephemeral"}},

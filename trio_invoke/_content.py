@@ -203,15 +203,35 @@ class ImagePart:
 
 def _raw(value: Mapping[str, Any]) -> Mapping[str, Any]:
     data = json_object(_without_nulls(value), "RawPart.data")
-    if not isinstance(data.get("type"), str):
+    kind = data.get("type")
+    if not isinstance(kind, str):
         raise ValueError(f"RawPart.data needs a string 'type', got {dict(data)!r}")
+    if kind == "text" or (kind == "image_url" and not _raw_image(data.get("image_url"))):
+        raise ValueError(
+            f"{kind!r} parts are {'TextPart' if kind == 'text' else 'ImagePart'}s: use that "
+            "(a RawPart holds an image_url only in a shape ImagePart cannot write: the URL "
+            "alone, or keys beyond 'url' and 'detail')"
+        )
     return data
+
+
+def _raw_image(image: object) -> bool:
+    """Whether an ``image_url`` value is one :class:`ImagePart` cannot write back exactly."""
+    return isinstance(image, str) or (
+        isinstance(image, Mapping) and not set(image) <= {"url", "detail"}
+    )
 
 
 @attrs.frozen
 class RawPart:
     """A content part trio_invoke does not model (audio, a file, a refusal, ...), kept as it came
-    and sent as it is."""
+    and sent as it is.
+
+    Raises:
+        ValueError: ``data`` has no string ``type``, or is a part :class:`TextPart` or
+            :class:`ImagePart` models (``"text"``; ``"image_url"`` with an object of ``url``
+            and ``detail``), which ``part_from_dict`` would read back as that.
+    """
 
     data: Mapping[str, Any] = attrs.field(converter=_raw, hash=False, repr=show)
     """The part, in the OpenAI format: a JSON object with a ``type`` (a key whose value is
@@ -248,8 +268,8 @@ def part_from_dict(data: object, where: str = "content part") -> ContentPart:
         return TextPart(text, provider_data=_extra(extra, where))
     if kind == "image_url":
         image = data.get("image_url")
-        if isinstance(image, str):  # some clients write the URL alone; keep that shape
-            return RawPart(_extra(data, where))
+        if _raw_image(image):  # the URL alone (some clients write that), or more keys: a shape
+            return RawPart(_extra(data, where))  # the part cannot write back exactly
         if not isinstance(image, Mapping):
             raise ValueError(
                 f"{_q(where, 'image_url')} must be an object with a 'url', got {_preview(image)}"
@@ -262,8 +282,6 @@ def part_from_dict(data: object, where: str = "content part") -> ContentPart:
                 f"{_q(where, 'image_url.detail')} must be a string, got {_preview(detail)}"
             )
         extra = {k: v for k, v in data.items() if k not in ("type", "image_url")}
-        if set(image) - {"url", "detail"}:
-            return RawPart(_extra(data, where))  # a shape the part cannot write back exactly
         found = _DATA_URL.fullmatch(url)
         if found is not None:
             try:
