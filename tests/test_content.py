@@ -128,6 +128,20 @@ def test_a_raw_part_holds_what_image_part_cannot_write() -> None:
         assert part_from_dict(json.loads(json.dumps(part.to_dict()))) == part
 
 
+def test_an_image_url_that_is_base64_data_is_inline_data() -> None:
+    url = f"data:image/png;base64,{PNG_B64}"
+    image = ImagePart(url=url, detail="low")
+    assert image == ImagePart(data=PNG_B64, media_type="image/png", detail="low")
+    assert (image.url, image.data_url) == (None, url)
+    assert part_from_dict(json.loads(json.dumps(image.to_dict()))) == image
+    message = ChatMessage.user([image])
+    assert ChatMessage.from_dict(json.loads(json.dumps(message.to_dict()))) == message
+    for other in ("data:image/png;base64,@@@", "data:text/plain,hello", "data:image/png,AAAA"):
+        kept = ImagePart(url=other)  # not base64 data: a URL, as part_from_dict reads it
+        assert (kept.url, kept.data) == (other, None)
+        assert part_from_dict(kept.to_dict()) == kept
+
+
 OPENAI_PARTS = [
     {"type": "text", "text": "What is in this image?"},
     {"type": "text", "text": "cached", "cache_control": {"type": "ephemeral"}},

@@ -115,6 +115,14 @@ def _image_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return data
 
 
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
 @attrs.frozen
 class TextPart:
     """A piece of text in a message of several parts."""
@@ -138,7 +146,9 @@ class ImagePart:
     in) a tool's return value.
 
     Build one with ``ImagePart(url="https://...")``, ``ImagePart(data=b64, media_type="image/png")``
-    or :meth:`from_bytes`.
+    or :meth:`from_bytes`. A base64 ``data:`` URL given as ``url`` is inline data:
+    ``ImagePart(url="data:image/png;base64,iVBO...")`` is the part of that ``data`` and
+    ``media_type`` (equal to it, and read back so); a ``data:`` URL that is not base64 stays a URL.
 
     Raises:
         ValueError: neither or both of ``url`` and ``data``; ``data`` without a ``media_type``
@@ -146,7 +156,8 @@ class ImagePart:
     """
 
     url: str | None = attrs.field(default=None, kw_only=True)
-    """Where the image is (``https://...``), or ``None`` for inline data."""
+    """Where the image is (``https://...``), or ``None`` for inline data (a base64 ``data:``
+    URL given here is kept as ``data`` and ``media_type``)."""
     data: str | None = attrs.field(default=None, kw_only=True)
     """The image's bytes as base64 text, or ``None`` for a URL."""
     media_type: str | None = attrs.field(default=None, kw_only=True)
@@ -166,16 +177,20 @@ class ImagePart:
                 raise ValueError(f"ImagePart {name} must be a string, got {value!r}")
         if (self.url is None) == (self.data is None):
             raise ValueError("an ImagePart needs exactly one of url and data")
+        if self.url is not None and self.media_type is None and self.url.startswith("data:"):
+            found = _DATA_URL.fullmatch(self.url)
+            if found is not None and _is_base64(found.group(2)):  # inline data after all
+                object.__setattr__(self, "url", None)
+                object.__setattr__(self, "data", found.group(2))
+                object.__setattr__(self, "media_type", found.group(1))
         if self.data is not None:
             if self.media_type is None or not _MEDIA_TYPE.fullmatch(self.media_type):
                 raise ValueError(
                     "an ImagePart with data needs a media_type such as 'image/png', "
                     f"got {self.media_type!r}"
                 )
-            try:
-                base64.b64decode(self.data, validate=True)
-            except (binascii.Error, ValueError):
-                raise ValueError("ImagePart data must be base64 text") from None
+            if not _is_base64(self.data):
+                raise ValueError("ImagePart data must be base64 text")
         elif self.media_type is not None:
             raise ValueError("an ImagePart with a url takes no media_type (the server knows it)")
 
@@ -282,17 +297,7 @@ def part_from_dict(data: object, where: str = "content part") -> ContentPart:
                 f"{_q(where, 'image_url.detail')} must be a string, got {_preview(detail)}"
             )
         extra = {k: v for k, v in data.items() if k not in ("type", "image_url")}
-        found = _DATA_URL.fullmatch(url)
-        if found is not None:
-            try:
-                return ImagePart(
-                    data=found.group(2),
-                    media_type=found.group(1),
-                    detail=detail,
-                    provider_data=_extra(extra, where),
-                )
-            except ValueError:
-                pass  # not base64 after all: keep the URL as it is
+        # A base64 data: URL becomes data and media_type, as ImagePart(url=...) says.
         return ImagePart(url=url, detail=detail, provider_data=_extra(extra, where))
     return RawPart(_extra(data, where))
 
