@@ -133,6 +133,30 @@ def test_from_dict_of_something_that_is_not_an_object(data: Any) -> None:
         ChatMessage.from_dict(data)
 
 
+@pytest.mark.parametrize(
+    ("data", "where"),
+    [
+        ({"role": "user", "content": "hi", "extra": "DEEP"}, "message"),
+        ({"role": "user", "content": [{"type": "text", "text": "hi", "x": "DEEP"}]}, "content"),
+        ({"role": "user", "content": [{"type": "file", "file": "DEEP"}]}, "content"),
+        (
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c", "function": {"name": "f"}, "x": "DEEP"}],
+            },
+            "tool call",
+        ),
+    ],
+)
+def test_from_dict_of_json_nested_too_deeply_is_a_value_error(
+    data: dict[str, Any], where: str
+) -> None:
+    # json.loads reads it; the copy of it must be a clear refusal, not a RecursionError.
+    text = json.dumps(data).replace('"DEEP"', "[" * 700 + "]" * 700)
+    with pytest.raises(ValueError, match=f"{where}.* is nested too deeply"):
+        ChatMessage.from_dict(json.loads(text))
+
+
 def test_reasoning_keeps_its_field_and_provider_data_its_keys() -> None:
     deepseek = {"role": "assistant", "content": "4", "reasoning_content": "2 + 2"}
     openrouter = {

@@ -60,8 +60,16 @@ def json_copy(value: Any, where: str) -> Any:
     """A deep copy of a JSON value (tuples become lists).
 
     Raises:
-        ValueError: ``value`` holds something JSON cannot carry; the message names ``where``.
+        ValueError: ``value`` holds something JSON cannot carry, or is nested too deeply to
+            copy; the message names ``where``.
     """
+    try:
+        return _json_copy(value, where)
+    except RecursionError:
+        raise ValueError(f"{where} is nested too deeply") from None
+
+
+def _json_copy(value: Any, where: str) -> Any:
     if value is None or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, Mapping):
@@ -69,10 +77,10 @@ def json_copy(value: Any, where: str) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"{where} has a key that is not a string: {key!r}")
-            copy[key] = json_copy(item, f"{where}.{key}")
+            copy[key] = _json_copy(item, f"{where}.{key}")
         return copy
     if isinstance(value, list | tuple):
-        return [json_copy(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [_json_copy(item, f"{where}[{i}]") for i, item in enumerate(value)]
     raise ValueError(f"{where} must hold JSON values only, got a {type(value).__name__}")
 
 
