@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_invoke import ChatMessage, ImagePart, MessageRole, TextPart, ToolCall, Usage
+from trio_invoke import ChatMessage, ImagePart, MessageRole, RawPart, TextPart, ToolCall, Usage
 
 texts = st.text(max_size=20)
 calls = st.builds(ToolCall, id=texts, name=texts, arguments=texts)
@@ -155,6 +157,42 @@ def test_from_dict_of_json_nested_too_deeply_is_a_value_error(
     text = json.dumps(data).replace('"DEEP"', "[" * 700 + "]" * 700)
     with pytest.raises(ValueError, match=f"{where}.* is nested too deeply"):
         ChatMessage.from_dict(json.loads(text))
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize(
+    ("build", "where"),
+    [
+        (lambda v: ChatMessage(MessageRole.USER, "hi", provider_data={"x": [v]}), "provider_data"),
+        (lambda v: ToolCall("c", "f", "{}", provider_data={"x": {"y": v}}), "provider_data"),
+        (lambda v: TextPart("hi", provider_data={"x": v}), "TextPart.provider_data"),
+        (lambda v: ImagePart(url="https://x/y.png", provider_data={"x": v}), "ImagePart"),
+        (lambda v: RawPart({"type": "file", "file": {"size": v}}), "RawPart.data"),
+        (lambda v: ChatMessage.from_dict({"role": "user", "score": v}), "message.score"),
+        (
+            lambda v: ChatMessage.from_dict(
+                {"role": "user", "content": [{"type": "file", "x": v}]}
+            ),
+            "content",
+        ),
+        (
+            lambda v: ChatMessage.from_dict(
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": "c", "function": {"name": "f"}, "x": v}],
+                }
+            ),
+            "tool call",
+        ),
+    ],
+)
+def test_nan_and_infinities_are_not_json_values(
+    build: Callable[[float], object], where: str, value: float
+) -> None:
+    # json.dumps writes them as NaN and Infinity, which are not JSON: a transcript holding one
+    # could not be stored and sent again (json.loads reads them, so from_dict must refuse too).
+    with pytest.raises(ValueError, match=rf"{where}.* holds {value!r}, which is not JSON"):
+        build(value)
 
 
 def test_reasoning_keeps_its_field_and_provider_data_its_keys() -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -60,8 +61,8 @@ def json_copy(value: Any, where: str) -> Any:
     """A deep copy of a JSON value (tuples become lists).
 
     Raises:
-        ValueError: ``value`` holds something JSON cannot carry, or is nested too deeply to
-            copy; the message names ``where``.
+        ValueError: ``value`` holds something JSON cannot carry (NaN and the infinities
+            included), or is nested too deeply to copy; the message names ``where``.
     """
     try:
         return _json_copy(value, where)
@@ -70,7 +71,11 @@ def json_copy(value: Any, where: str) -> Any:
 
 
 def _json_copy(value: Any, where: str) -> Any:
-    if value is None or isinstance(value, str | bool | int | float):
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where} holds {value!r}, which is not JSON")
         return value
     if isinstance(value, Mapping):
         copy: dict[str, Any] = {}
