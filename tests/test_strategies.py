@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import attrs
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import find as hypothesis_find
@@ -112,6 +113,19 @@ def test_tool_call_streams_keep_each_calls_own_order(stream: list[AgentResponseU
             call.arguments
         )
         assert end == ToolCallEnd(call.id)
+
+
+@given(tool_call_streams(CALLS))
+def test_tool_call_streams_accumulate_to_the_calls_empty_arguments_as_an_object(
+    stream: list[AgentResponseUpdate],
+) -> None:
+    # As its docstring says (and not "exactly calls"): the accumulator reads "" as "{}".
+    assert '"{}"' in (tool_call_streams.__doc__ or "")
+    accumulator = ToolCallAccumulator()
+    for update in stream:
+        accumulator.add(update)
+    expected = [attrs.evolve(call, arguments=call.arguments or "{}") for call in CALLS]
+    assert sorted(accumulator.finish(), key=lambda call: call.id) == expected
 
 
 def interleaved(stream: Sequence[AgentResponseUpdate]) -> bool:

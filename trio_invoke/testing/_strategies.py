@@ -198,7 +198,9 @@ def tool_call_streams(calls: Sequence[ToolCall]) -> st.SearchStrategy[list[Agent
     from the order of ``calls``. Ids in ``calls`` must be unique.
 
     Returns:
-        A strategy of update lists; accumulating one gives back exactly ``calls``.
+        A strategy of update lists; accumulating one gives back ``calls``, in call order, except
+        that a call whose ``arguments`` are ``""`` comes back with ``"{}"`` (the accumulator
+        reads empty arguments as no arguments).
     """
     return _tool_call_stream(list(calls))
 
