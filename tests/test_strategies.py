@@ -164,6 +164,29 @@ def test_tool_call_streams_cut_arguments_into_any_pieces() -> None:
     assert pieces(find(tool_call_streams(CALLS), lambda s: pieces(s) == [CALLS[0].arguments]))
 
 
+def test_tool_call_streams_cut_arguments_as_finely_as_a_character_each() -> None:
+    # A model streams arguments a token at a time (OpenAI: often a few characters).
+    call = ToolCall("c1", "weather", '{"city": "Paris"}')  # 17 characters
+
+    def pieces(stream: list[AgentResponseUpdate]) -> list[str]:
+        return [u.args_delta for u in stream if isinstance(u, ToolCallArgs) and u.args_delta]
+
+    assert len(pieces(find(tool_call_streams([call]), lambda s: len(pieces(s)) >= 12))) >= 12
+
+
+def test_tool_call_streams_send_empty_arguments_in_no_pieces_too() -> None:
+    # A tool with no parameters: Start then End, no ToolCallArgs at all (as Anthropic streams
+    # a tool_use with no input_json_delta).
+    def no_pieces(stream: list[AgentResponseUpdate]) -> bool:
+        return not any(isinstance(u, ToolCallArgs) and u.id == "c" for u in stream)
+
+    stream = find(tool_call_streams(CALLS), no_pieces)
+    assert [u for u in stream if getattr(u, "id", None) == "c"] == [
+        ToolCallStart("c", "now"),
+        ToolCallEnd("c"),
+    ]
+
+
 # -- scripted_rounds ------------------------------------------------------------------------------
 
 
