@@ -161,6 +161,16 @@ def test_redacted_and_thinking_blocks_keep_their_order() -> None:
     assert (message.text, message.reasoning) == ("Done.", "Hmm.")
 
 
+@pytest.mark.parametrize("token", [b"NaN", b"Infinity", b"1e400"])
+def test_a_redacted_block_that_is_not_json_is_a_response_error(token: bytes) -> None:
+    # json.loads reads these as floats that no JSON document can carry back: the block could
+    # not be sent again, so the stream is a ModelResponseError, not a bare ValueError.
+    block = {"type": "redacted_thinking", "data": "E", "score": 0.125}
+    raw = message_start() + event("content_block_start", index=0, content_block=block)
+    with pytest.raises(ModelResponseError, match="redacted_thinking block that is not JSON"):
+        decode([raw.replace(b"0.125", token) + message_end()])
+
+
 def test_a_signature_in_several_pieces_is_joined() -> None:
     raw = (
         message_start()

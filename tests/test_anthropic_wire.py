@@ -395,7 +395,13 @@ def test_tool_choice_and_parallel_tool_calls(choice: Any, parallel: bool | None,
 
 @pytest.mark.parametrize(
     "choice",
-    ["sometimes", {"type": "function"}, {"type": "function", "function": {}}, {"kind": "x"}],
+    [
+        "sometimes",
+        {"type": "function"},
+        {"type": "function", "function": {}},
+        {"kind": "x"},
+        {"type": "auto", "weight": float("nan")},  # not JSON
+    ],
 )
 def test_an_unknown_tool_choice_is_a_configuration_error(choice: Any) -> None:
     with pytest.raises(ConfigurationError, match="tool_choice"):

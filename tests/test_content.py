@@ -83,6 +83,65 @@ def test_parts_keep_their_unmodelled_keys_and_hash() -> None:
         TextPart("x", provider_data={"when": object()})
 
 
+@pytest.mark.parametrize(
+    "part",
+    [
+        TextPart("hi", provider_data={"cache_control": None, "x": 1}),
+        ImagePart(url="https://example.com/a.png", provider_data={"cache_control": None}),
+        RawPart({"type": "input_audio", "input_audio": None}),
+    ],
+    ids=["TextPart", "ImagePart", "RawPart"],
+)
+def test_a_part_leaves_out_keys_whose_value_is_none(part: TextPart | ImagePart | RawPart) -> None:
+    # As a message's provider_data does: to_dict would write null, which reads as absent, so
+    # the part would not come back equal.
+    assert None not in part.to_dict().values()
+    assert part_from_dict(json.loads(json.dumps(part.to_dict()))) == part
+    assert ChatMessage.from_dict(ChatMessage.user([part]).to_dict()) == ChatMessage.user([part])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"type": "text", "text": "hi"},
+        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}},
+        {"type": "text"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+        {"type": "image_url", "image_url": {"url": "https://x/a.png", "detail": "low"}},
+        {"type": "image_url", "image_url": {}},
+        {"type": "image_url"},
+    ],
+)
+def test_a_raw_part_of_a_modelled_shape_is_refused(data: dict[str, Any]) -> None:
+    # part_from_dict would read it back as a TextPart or an ImagePart (or refuse it).
+    with pytest.raises(ValueError, match=r"parts are (TextPart|ImagePart)s: use that"):
+        RawPart(data)
+
+
+def test_a_raw_part_holds_what_image_part_cannot_write() -> None:
+    for data in (
+        {"type": "image_url", "image_url": "https://example.com/a.png"},
+        {"type": "image_url", "image_url": {"url": "https://x/a.png", "format": "png"}},
+        {"type": "image_url", "image_url": {"url": 1, "format": "png"}},
+    ):
+        part = RawPart(data)
+        assert part_from_dict(json.loads(json.dumps(part.to_dict()))) == part
+
+
+def test_an_image_url_that_is_base64_data_is_inline_data() -> None:
+    url = f"data:image/png;base64,{PNG_B64}"
+    image = ImagePart(url=url, detail="low")
+    assert image == ImagePart(data=PNG_B64, media_type="image/png", detail="low")
+    assert (image.url, image.data_url) == (None, url)
+    assert part_from_dict(json.loads(json.dumps(image.to_dict()))) == image
+    message = ChatMessage.user([image])
+    assert ChatMessage.from_dict(json.loads(json.dumps(message.to_dict()))) == message
+    for other in ("data:image/png;base64,@@@", "data:text/plain,hello", "data:image/png,AAAA"):
+        kept = ImagePart(url=other)  # not base64 data: a URL, as part_from_dict reads it
+        assert (kept.url, kept.data) == (other, None)
+        assert part_from_dict(kept.to_dict()) == kept
+
+
 OPENAI_PARTS = [
     {"type": "text", "text": "What is in this image?"},
     {"type": "text", "text": "cached", "cache_control": {"type": "ephemeral"}},

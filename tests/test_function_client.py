@@ -263,3 +263,25 @@ def test_the_function_must_be_callable(function: object) -> None:
 def test_a_bad_delay_is_a_configuration_error(delay: object) -> None:
     with pytest.raises(ConfigurationError, match="FunctionChatClient delay must be a finite"):
         FunctionChatClient(lambda m, o: "x", delay=delay)  # type: ignore[arg-type]
+
+
+async def test_a_long_generator_yields_to_the_scheduler_every_64_updates() -> None:
+    # So a deadline around a long (or endless) one -- trio.fail_after in a user's test -- fires.
+    def long(messages: object, options: object) -> Iterator[TextDelta]:
+        for _ in range(10_000):
+            yield TextDelta("x")
+
+    seen = 0
+    async with FunctionChatClient(long).run([ChatMessage.user("hi")]) as stream:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            async for _ in stream:
+                seen += 1
+    assert (scope.cancelled_caught, seen) == (True, 63)
+
+
+async def test_a_short_function_response_has_no_schedule_point() -> None:
+    client = FunctionChatClient(lambda messages, options: ["x"] * 63)
+    async with client.run([ChatMessage.user("hi")]) as stream:
+        with trio.testing.assert_no_checkpoints():
+            assert len([u async for u in stream]) == 63

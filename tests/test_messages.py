@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_invoke import ChatMessage, ImagePart, MessageRole, TextPart, ToolCall, Usage
+from trio_invoke import ChatMessage, ImagePart, MessageRole, RawPart, TextPart, ToolCall, Usage
 
 texts = st.text(max_size=20)
 calls = st.builds(ToolCall, id=texts, name=texts, arguments=texts)
@@ -133,6 +135,66 @@ def test_from_dict_of_something_that_is_not_an_object(data: Any) -> None:
         ChatMessage.from_dict(data)
 
 
+@pytest.mark.parametrize(
+    ("data", "where"),
+    [
+        ({"role": "user", "content": "hi", "extra": "DEEP"}, "message"),
+        ({"role": "user", "content": [{"type": "text", "text": "hi", "x": "DEEP"}]}, "content"),
+        ({"role": "user", "content": [{"type": "file", "file": "DEEP"}]}, "content"),
+        (
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c", "function": {"name": "f"}, "x": "DEEP"}],
+            },
+            "tool call",
+        ),
+    ],
+)
+def test_from_dict_of_json_nested_too_deeply_is_a_value_error(
+    data: dict[str, Any], where: str
+) -> None:
+    # json.loads reads it; the copy of it must be a clear refusal, not a RecursionError.
+    text = json.dumps(data).replace('"DEEP"', "[" * 700 + "]" * 700)
+    with pytest.raises(ValueError, match=f"{where}.* is nested too deeply"):
+        ChatMessage.from_dict(json.loads(text))
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize(
+    ("build", "where"),
+    [
+        (lambda v: ChatMessage(MessageRole.USER, "hi", provider_data={"x": [v]}), "provider_data"),
+        (lambda v: ToolCall("c", "f", "{}", provider_data={"x": {"y": v}}), "provider_data"),
+        (lambda v: TextPart("hi", provider_data={"x": v}), "TextPart.provider_data"),
+        (lambda v: ImagePart(url="https://x/y.png", provider_data={"x": v}), "ImagePart"),
+        (lambda v: RawPart({"type": "file", "file": {"size": v}}), "RawPart.data"),
+        (lambda v: ChatMessage.from_dict({"role": "user", "score": v}), "message.score"),
+        (
+            lambda v: ChatMessage.from_dict(
+                {"role": "user", "content": [{"type": "file", "x": v}]}
+            ),
+            "content",
+        ),
+        (
+            lambda v: ChatMessage.from_dict(
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": "c", "function": {"name": "f"}, "x": v}],
+                }
+            ),
+            "tool call",
+        ),
+    ],
+)
+def test_nan_and_infinities_are_not_json_values(
+    build: Callable[[float], object], where: str, value: float
+) -> None:
+    # json.dumps writes them as NaN and Infinity, which are not JSON: a transcript holding one
+    # could not be stored and sent again (json.loads reads them, so from_dict must refuse too).
+    with pytest.raises(ValueError, match=rf"{where}.* holds {value!r}, which is not JSON"):
+        build(value)
+
+
 def test_reasoning_keeps_its_field_and_provider_data_its_keys() -> None:
     deepseek = {"role": "assistant", "content": "4", "reasoning_content": "2 + 2"}
     openrouter = {
@@ -149,8 +211,7 @@ def test_reasoning_keeps_its_field_and_provider_data_its_keys() -> None:
             }
         ],
     }
-    both = {"role": "assistant", "content": "x", "reasoning_content": "a", "reasoning": "b"}
-    for data in (deepseek, openrouter, both):
+    for data in (deepseek, openrouter):
         message = ChatMessage.from_dict(data)
         assert message.to_dict() == data
         assert ChatMessage.from_dict(message.to_dict()) == message
@@ -162,12 +223,34 @@ def test_reasoning_keeps_its_field_and_provider_data_its_keys() -> None:
     assert loaded.tool_calls[0].provider_data == {
         "extra_content": {"google": {"thought_signature": "sig"}}
     }
-    two = ChatMessage.from_dict(both)
-    assert (two.reasoning, two.reasoning_field, dict(two.provider_data)) == (
+
+
+def test_reasoning_under_both_names_is_read_once_or_refused() -> None:
+    same = {"role": "assistant", "content": "x", "reasoning_content": "a", "reasoning": "a"}
+    message = ChatMessage.from_dict(same)
+    assert (message.reasoning, message.reasoning_field, dict(message.provider_data)) == (
         "a",
         "reasoning_content",
-        {"reasoning": "b"},
+        {},
     )
+    different = {**same, "reasoning": "b"}
+    with pytest.raises(ValueError, match="different reasoning under 'reasoning_content' and"):
+        ChatMessage.from_dict(different)
+
+
+@pytest.mark.parametrize("field", [None, "reasoning_content", "reasoning"])
+@pytest.mark.parametrize("name", ["reasoning_content", "reasoning"])
+def test_provider_data_may_hold_neither_reasoning_name(field: str | None, name: str) -> None:
+    # from_dict reads the reasoning from either name, so one in provider_data, whichever field
+    # the message's own reasoning uses, would come back as the reasoning.
+    reasoning = {} if field is None else {"reasoning": "mine", "reasoning_field": field}
+    with pytest.raises(ValueError, match=f"may not set '{name}'"):
+        ChatMessage(
+            MessageRole.ASSISTANT,
+            "answer",
+            provider_data={name: "other"},
+            **reasoning,  # type: ignore[arg-type]
+        )
 
 
 def test_nulls_read_as_absent() -> None:
@@ -266,7 +349,7 @@ def openai_messages(draw: st.DrawFn) -> dict[str, Any]:
         calls = draw(st.none() | openai_calls)
         if calls is not None:
             data["tool_calls"] = calls
-        reasoning = draw(st.sampled_from([(), ("reasoning_content",), ("reasoning",), REASONING]))
+        reasoning = draw(st.sampled_from([(), ("reasoning_content",), ("reasoning",)]))
         for field in reasoning:
             data[field] = draw(texts)
     if role == "tool":
@@ -275,9 +358,6 @@ def openai_messages(draw: st.DrawFn) -> dict[str, Any]:
             data["name"] = draw(texts)
     data.update(draw(extra_keys))
     return data
-
-
-REASONING = ("reasoning_content", "reasoning")
 
 
 @given(openai_messages())
@@ -340,7 +420,7 @@ def test_more_construction_checks_and_views() -> None:
     assert photo.parts == photo.content
     with pytest.raises(TypeError, match="reasoning must be a str"):
         ChatMessage(MessageRole.ASSISTANT, "x", reasoning=5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"provider_data\['reasoning'\] must be a string"):
+    with pytest.raises(ValueError, match="may not set 'reasoning'"):
         ChatMessage(MessageRole.ASSISTANT, "x", reasoning="r", provider_data={"reasoning": 1})
     with pytest.raises(ValueError, match="key that is not a string"):
         ChatMessage(MessageRole.ASSISTANT, "x", provider_data={"a": {1: 2}})

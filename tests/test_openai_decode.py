@@ -266,6 +266,15 @@ def test_the_same_text_under_both_names_is_reasoning_once() -> None:
     ]
 
 
+@pytest.mark.parametrize("token", [b"NaN", b"-Infinity", b"1e400"])
+def test_reasoning_details_that_are_not_json_are_a_response_error(token: bytes) -> None:
+    # json.loads reads these as floats that no JSON document can carry back to OpenRouter.
+    detail = {"type": "reasoning.encrypted", "data": "eyJ", "index": 0, "score": 0.125}
+    body = sse(chunk({"reasoning_details": [detail]}), "[DONE]").replace(b"0.125", token)
+    with pytest.raises(ModelResponseError, match="reasoning_details item that is not JSON"):
+        decode([body])
+
+
 def test_openrouter_reasoning_details_become_one_item_per_type_and_index() -> None:
     updates = decode([OPENROUTER_DETAILS])
     assert all(

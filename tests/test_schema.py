@@ -320,6 +320,21 @@ def test_parse_docstring_edges() -> None:
     )
 
 
+def test_an_arg_type_may_hold_parentheses() -> None:
+    doc = """Look something up.
+
+    Args:
+        pair (tuple(int, int)): Two numbers.
+        key (str): Calls f(x): the key.
+        fn (Callable[(int), int], optional): A function.
+    """
+    assert parse_docstring(doc)[1] == {
+        "pair": "Two numbers.",
+        "key": "Calls f(x): the key.",
+        "fn": "A function.",
+    }
+
+
 def test_describe_function_converters_only_where_needed() -> None:
     def f(
         *,

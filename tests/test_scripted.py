@@ -186,3 +186,26 @@ def test_one_bad_item_anywhere_is_found_and_named(
     script[response].insert(item, bad)
     with pytest.raises(TypeError, match=f"^ScriptedChatClient response {response}, item {item}, "):
         ScriptedChatClient(script)  # type: ignore[arg-type]
+
+
+async def test_a_long_response_yields_to_the_scheduler_every_64_updates() -> None:
+    # So a deadline (or a cancel) around a long stream fires; a short one has no schedule point.
+    client = ScriptedChatClient([["x"] * 1000 + [Finish(FinishReason.STOP)], ["x"] * 63])
+    seen = 0
+    async with client.run(USER) as stream:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            async for _ in stream:
+                seen += 1
+    assert scope.cancelled_caught
+    assert seen == 63  # the 64th update waits for a checkpoint, which the cancel stops
+    async with client.run(USER) as stream:
+        with trio.testing.assert_no_checkpoints():
+            assert len([u async for u in stream]) == 63
+
+
+async def test_a_deadline_around_a_long_scripted_run_fires() -> None:
+    client = ScriptedChatClient([["x"] * 300_000 + [Finish(FinishReason.STOP)]])
+    with trio.move_on_after(0.01) as scope:  # the stream is all CPU: a real deadline
+        await run_to_completion(client, USER)
+    assert scope.cancelled_caught

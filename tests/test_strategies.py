@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import attrs
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import find as hypothesis_find
@@ -114,6 +115,19 @@ def test_tool_call_streams_keep_each_calls_own_order(stream: list[AgentResponseU
         assert end == ToolCallEnd(call.id)
 
 
+@given(tool_call_streams(CALLS))
+def test_tool_call_streams_accumulate_to_the_calls_empty_arguments_as_an_object(
+    stream: list[AgentResponseUpdate],
+) -> None:
+    # As its docstring says (and not "exactly calls"): the accumulator reads "" as "{}".
+    assert '"{}"' in (tool_call_streams.__doc__ or "")
+    accumulator = ToolCallAccumulator()
+    for update in stream:
+        accumulator.add(update)
+    expected = [attrs.evolve(call, arguments=call.arguments or "{}") for call in CALLS]
+    assert sorted(accumulator.finish(), key=lambda call: call.id) == expected
+
+
 def interleaved(stream: Sequence[AgentResponseUpdate]) -> bool:
     """Some call's updates are not all next to each other: another call's come between."""
     return any(
@@ -148,6 +162,29 @@ def test_tool_call_streams_cut_arguments_into_any_pieces() -> None:
     assert len(pieces(find(tool_call_streams(CALLS), lambda s: len(pieces(s)) >= 3))) >= 3
     assert "" in pieces(find(tool_call_streams(CALLS), lambda s: "" in pieces(s)))
     assert pieces(find(tool_call_streams(CALLS), lambda s: pieces(s) == [CALLS[0].arguments]))
+
+
+def test_tool_call_streams_cut_arguments_as_finely_as_a_character_each() -> None:
+    # A model streams arguments a token at a time (OpenAI: often a few characters).
+    call = ToolCall("c1", "weather", '{"city": "Paris"}')  # 17 characters
+
+    def pieces(stream: list[AgentResponseUpdate]) -> list[str]:
+        return [u.args_delta for u in stream if isinstance(u, ToolCallArgs) and u.args_delta]
+
+    assert len(pieces(find(tool_call_streams([call]), lambda s: len(pieces(s)) >= 12))) >= 12
+
+
+def test_tool_call_streams_send_empty_arguments_in_no_pieces_too() -> None:
+    # A tool with no parameters: Start then End, no ToolCallArgs at all (as Anthropic streams
+    # a tool_use with no input_json_delta).
+    def no_pieces(stream: list[AgentResponseUpdate]) -> bool:
+        return not any(isinstance(u, ToolCallArgs) and u.id == "c" for u in stream)
+
+    stream = find(tool_call_streams(CALLS), no_pieces)
+    assert [u for u in stream if getattr(u, "id", None) == "c"] == [
+        ToolCallStart("c", "now"),
+        ToolCallEnd("c"),
+    ]
 
 
 # -- scripted_rounds ------------------------------------------------------------------------------

@@ -36,6 +36,18 @@ def test_tool_call_updates_in_pieces() -> None:
     assert tool_call_updates("c", "f", "") == [ToolCallStart("c", "f"), ToolCallEnd("c")]
 
 
+@pytest.mark.parametrize("length", range(13))
+@pytest.mark.parametrize("pieces", [1, 2, 3, 4, 6, 7, 12])
+def test_tool_call_updates_gives_the_pieces_asked_for(length: int, pieces: int) -> None:
+    # Fewer only when the arguments have fewer characters; sizes differ by one at most.
+    arguments = "0123456789ab"[:length]
+    cut = [u.args_delta for u in tool_call_updates("c", "f", arguments, pieces=pieces)[1:-1]]
+    assert "".join(cut) == arguments
+    assert len(cut) == min(pieces, length)
+    assert len(set(map(len, cut))) <= 2
+    assert not cut or max(map(len, cut)) - min(map(len, cut)) <= 1
+
+
 def test_valid_transcripts_pass() -> None:
     assert_transcript_valid(
         [

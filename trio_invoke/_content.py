@@ -12,7 +12,8 @@ an image holds a tuple of parts instead, in the OpenAI chat-completions shapes:
 
 Keys of a part that trio_invoke does not model (``cache_control`` for prompt caching, say) are kept
 in the part's ``provider_data`` and written back beside the modelled ones: ``part_from_dict(d)``
-and ``part.to_dict()`` round-trip exactly. See ``_messages`` for the same rule on messages.
+and ``part.to_dict()`` round-trip exactly. See ``_messages`` for the same rule on messages (and
+the same normalisation: a key whose value is ``null`` or ``None`` is absent).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -59,19 +61,31 @@ def json_copy(value: Any, where: str) -> Any:
     """A deep copy of a JSON value (tuples become lists).
 
     Raises:
-        ValueError: ``value`` holds something JSON cannot carry; the message names ``where``.
+        ValueError: ``value`` holds something JSON cannot carry (NaN and the infinities
+            included), or is nested too deeply to copy; the message names ``where``.
     """
-    if value is None or isinstance(value, str | bool | int | float):
+    try:
+        return _json_copy(value, where)
+    except RecursionError:
+        raise ValueError(f"{where} is nested too deeply") from None
+
+
+def _json_copy(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where} holds {value!r}, which is not JSON")
         return value
     if isinstance(value, Mapping):
         copy: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"{where} has a key that is not a string: {key!r}")
-            copy[key] = json_copy(item, f"{where}.{key}")
+            copy[key] = _json_copy(item, f"{where}.{key}")
         return copy
     if isinstance(value, list | tuple):
-        return [json_copy(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [_json_copy(item, f"{where}[{i}]") for i, item in enumerate(value)]
     raise ValueError(f"{where} must hold JSON values only, got a {type(value).__name__}")
 
 
@@ -85,6 +99,14 @@ def json_object(value: Mapping[str, Any] | None, where: str) -> Mapping[str, Any
     return MappingProxyType(copied)
 
 
+def _without_nulls(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    # A top-level None is absent, as in a message's provider_data: to_dict would write it as
+    # null, and part_from_dict reads null as absent.
+    if isinstance(value, Mapping) and any(v is None for v in value.values()):
+        return {k: v for k, v in value.items() if v is not None}
+    return value
+
+
 def _check_extra(data: Mapping[str, Any], modelled: frozenset[str], where: str) -> None:
     clash = sorted(modelled.intersection(data))
     if clash:
@@ -95,15 +117,23 @@ def _check_extra(data: Mapping[str, Any], modelled: frozenset[str], where: str) 
 
 
 def _text_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    data = json_object(value, "TextPart.provider_data")
+    data = json_object(_without_nulls(value), "TextPart.provider_data")
     _check_extra(data, frozenset({"type", "text"}), "TextPart.provider_data")
     return data
 
 
 def _image_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    data = json_object(value, "ImagePart.provider_data")
+    data = json_object(_without_nulls(value), "ImagePart.provider_data")
     _check_extra(data, frozenset({"type", "image_url"}), "ImagePart.provider_data")
     return data
+
+
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 @attrs.frozen
@@ -115,7 +145,8 @@ class TextPart:
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_text_extra, hash=False, repr=show
     )
-    """The part's keys beyond ``type`` and ``text`` (``cache_control``, ...), kept unchanged."""
+    """The part's keys beyond ``type`` and ``text`` (``cache_control``, ...), kept unchanged
+    (a key whose value is ``None`` is left out, as on the wire ``null`` reads as absent)."""
 
     def to_dict(self) -> dict[str, Any]:
         """This part in the OpenAI format."""
@@ -128,7 +159,9 @@ class ImagePart:
     in) a tool's return value.
 
     Build one with ``ImagePart(url="https://...")``, ``ImagePart(data=b64, media_type="image/png")``
-    or :meth:`from_bytes`.
+    or :meth:`from_bytes`. A base64 ``data:`` URL given as ``url`` is inline data:
+    ``ImagePart(url="data:image/png;base64,iVBO...")`` is the part of that ``data`` and
+    ``media_type`` (equal to it, and read back so); a ``data:`` URL that is not base64 stays a URL.
 
     Raises:
         ValueError: neither or both of ``url`` and ``data``; ``data`` without a ``media_type``
@@ -136,7 +169,8 @@ class ImagePart:
     """
 
     url: str | None = attrs.field(default=None, kw_only=True)
-    """Where the image is (``https://...``), or ``None`` for inline data."""
+    """Where the image is (``https://...``), or ``None`` for inline data (a base64 ``data:``
+    URL given here is kept as ``data`` and ``media_type``)."""
     data: str | None = attrs.field(default=None, kw_only=True)
     """The image's bytes as base64 text, or ``None`` for a URL."""
     media_type: str | None = attrs.field(default=None, kw_only=True)
@@ -146,7 +180,8 @@ class ImagePart:
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_image_extra, hash=False, repr=show
     )
-    """The part's keys beyond ``type`` and ``image_url``, kept unchanged."""
+    """The part's keys beyond ``type`` and ``image_url``, kept unchanged (a key whose value is
+    ``None`` is left out)."""
 
     def __attrs_post_init__(self) -> None:
         for name in ("url", "data", "media_type", "detail"):
@@ -155,16 +190,20 @@ class ImagePart:
                 raise ValueError(f"ImagePart {name} must be a string, got {value!r}")
         if (self.url is None) == (self.data is None):
             raise ValueError("an ImagePart needs exactly one of url and data")
+        if self.url is not None and self.media_type is None and self.url.startswith("data:"):
+            found = _DATA_URL.fullmatch(self.url)
+            if found is not None and _is_base64(found.group(2)):  # inline data after all
+                object.__setattr__(self, "url", None)
+                object.__setattr__(self, "data", found.group(2))
+                object.__setattr__(self, "media_type", found.group(1))
         if self.data is not None:
             if self.media_type is None or not _MEDIA_TYPE.fullmatch(self.media_type):
                 raise ValueError(
                     "an ImagePart with data needs a media_type such as 'image/png', "
                     f"got {self.media_type!r}"
                 )
-            try:
-                base64.b64decode(self.data, validate=True)
-            except (binascii.Error, ValueError):
-                raise ValueError("ImagePart data must be base64 text") from None
+            if not _is_base64(self.data):
+                raise ValueError("ImagePart data must be base64 text")
         elif self.media_type is not None:
             raise ValueError("an ImagePart with a url takes no media_type (the server knows it)")
 
@@ -191,19 +230,40 @@ class ImagePart:
 
 
 def _raw(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    data = json_object(value, "RawPart.data")
-    if not isinstance(data.get("type"), str):
+    data = json_object(_without_nulls(value), "RawPart.data")
+    kind = data.get("type")
+    if not isinstance(kind, str):
         raise ValueError(f"RawPart.data needs a string 'type', got {dict(data)!r}")
+    if kind == "text" or (kind == "image_url" and not _raw_image(data.get("image_url"))):
+        raise ValueError(
+            f"{kind!r} parts are {'TextPart' if kind == 'text' else 'ImagePart'}s: use that "
+            "(a RawPart holds an image_url only in a shape ImagePart cannot write: the URL "
+            "alone, or keys beyond 'url' and 'detail')"
+        )
     return data
+
+
+def _raw_image(image: object) -> bool:
+    """Whether an ``image_url`` value is one :class:`ImagePart` cannot write back exactly."""
+    return isinstance(image, str) or (
+        isinstance(image, Mapping) and not set(image) <= {"url", "detail"}
+    )
 
 
 @attrs.frozen
 class RawPart:
     """A content part trio_invoke does not model (audio, a file, a refusal, ...), kept as it came
-    and sent as it is."""
+    and sent as it is.
+
+    Raises:
+        ValueError: ``data`` has no string ``type``, or is a part :class:`TextPart` or
+            :class:`ImagePart` models (``"text"``; ``"image_url"`` with an object of ``url``
+            and ``detail``), which ``part_from_dict`` would read back as that.
+    """
 
     data: Mapping[str, Any] = attrs.field(converter=_raw, hash=False, repr=show)
-    """The part, in the OpenAI format: a JSON object with a ``type``."""
+    """The part, in the OpenAI format: a JSON object with a ``type`` (a key whose value is
+    ``None`` is left out)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The part as it came (its text made valid Unicode, as ``ChatMessage.to_dict`` says)."""
@@ -236,8 +296,8 @@ def part_from_dict(data: object, where: str = "content part") -> ContentPart:
         return TextPart(text, provider_data=_extra(extra, where))
     if kind == "image_url":
         image = data.get("image_url")
-        if isinstance(image, str):  # some clients write the URL alone; keep that shape
-            return RawPart(_extra(data, where))
+        if _raw_image(image):  # the URL alone (some clients write that), or more keys: a shape
+            return RawPart(_extra(data, where))  # the part cannot write back exactly
         if not isinstance(image, Mapping):
             raise ValueError(
                 f"{_q(where, 'image_url')} must be an object with a 'url', got {_preview(image)}"
@@ -250,19 +310,7 @@ def part_from_dict(data: object, where: str = "content part") -> ContentPart:
                 f"{_q(where, 'image_url.detail')} must be a string, got {_preview(detail)}"
             )
         extra = {k: v for k, v in data.items() if k not in ("type", "image_url")}
-        if set(image) - {"url", "detail"}:
-            return RawPart(_extra(data, where))  # a shape the part cannot write back exactly
-        found = _DATA_URL.fullmatch(url)
-        if found is not None:
-            try:
-                return ImagePart(
-                    data=found.group(2),
-                    media_type=found.group(1),
-                    detail=detail,
-                    provider_data=_extra(extra, where),
-                )
-            except ValueError:
-                pass  # not base64 after all: keep the URL as it is
+        # A base64 data: URL becomes data and media_type, as ImagePart(url=...) says.
         return ImagePart(url=url, detail=detail, provider_data=_extra(extra, where))
     return RawPart(_extra(data, where))
 

@@ -23,8 +23,11 @@ What providers send beyond text and tool calls has a place too:
 
 The round trip is exact: ``ChatMessage.from_dict(m.to_dict()) == m`` for every message, and
 ``ChatMessage.from_dict(d).to_dict() == d`` for every message ``d`` in the OpenAI format, with
-one normalisation: a key whose value is ``null`` is read as absent (``"content": null`` beside
-tool calls becomes ``""``), and a tool call's missing ``"type"`` is written as ``"function"``.
+these normalisations: a key whose value is ``null`` is read as absent (``"content": null`` beside
+tool calls becomes ``""``), a tool call's missing ``"type"`` is written as ``"function"``, and
+the same reasoning under both names (a server in transition sends that) is read once, under
+``reasoning_content``. A message holds one reasoning: different reasoning under both names is a
+``ValueError``, and so is ``provider_data`` holding either name.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ __all__ = [
 REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 """The wire names of a message's reasoning, in the order ``from_dict`` looks for them."""
 _MESSAGE_KEYS: Final = frozenset({"role", "content", "tool_calls", "name", "tool_call_id"})
+_MODELLED_KEYS: Final = _MESSAGE_KEYS.union(REASONING_FIELDS)
 _CALL_KEYS: Final = frozenset({"id", "type", "function"})
 _LOOP_ERROR: Final = re.compile(r"(?:\[arguments replaced by the user: .*?\] )?Error: ", re.S)
 """The loop's error text: ``"Error: ..."``, after the note of replaced arguments if any. The one
@@ -251,7 +255,8 @@ class ChatMessage:
         TypeError: ``content`` is neither a ``str`` nor content parts; ``reasoning`` is not a
             ``str``.
         ValueError: ``reasoning_field`` is not a known name, or ``provider_data`` holds a key
-            the message models itself, or a value that is not JSON.
+            the message models itself (either reasoning name included, with or without
+            reasoning), or a value that is not JSON.
     """
 
     role: MessageRole = attrs.field(converter=MessageRole)
@@ -291,20 +296,14 @@ class ChatMessage:
             )
         if self.reasoning is None:
             object.__setattr__(self, "reasoning_field", "reasoning_content")
-        modelled = set(_MESSAGE_KEYS)
-        if self.reasoning is None:
-            modelled.update(REASONING_FIELDS)
-        else:
-            modelled.add(self.reasoning_field)
-        clash = sorted(modelled.intersection(self.provider_data))
+        # Both reasoning names, whatever the message's reasoning_field: from_dict reads the
+        # reasoning from either, so one left in provider_data would be read back as it.
+        clash = sorted(_MODELLED_KEYS.intersection(self.provider_data))
         if clash:
             raise ValueError(
                 f"ChatMessage provider_data may not set {', '.join(map(repr, clash))}: the "
                 "message models it itself"
             )
-        for name in REASONING_FIELDS:
-            if name in self.provider_data and not isinstance(self.provider_data[name], str):
-                raise ValueError(f"ChatMessage provider_data[{name!r}] must be a string")
 
     @property
     def text(self) -> str:
@@ -404,11 +403,13 @@ class ChatMessage:
 
         ``content`` may be a string, ``None`` (read as ``""``) or a list of content parts (kept
         as parts: text, images, and any other part as a :class:`RawPart`). The reasoning is read
-        from ``reasoning_content`` or ``reasoning``; every other key goes to ``provider_data``.
+        from ``reasoning_content`` or ``reasoning`` (the same text under both, once); every other
+        key goes to ``provider_data``.
 
         Raises:
-            ValueError: ``data`` is not an object, the role is missing or unknown, or a field
-                has the wrong shape; the message names the field.
+            ValueError: ``data`` is not an object, the role is missing or unknown, a field has
+                the wrong shape (the message names the field), or it holds different reasoning
+                under both names.
         """
         if not isinstance(data, Mapping):
             raise ValueError(
@@ -460,8 +461,11 @@ class ChatMessage:
                 raise ValueError(f"message {field!r} must be a string, got {_preview(value)}")
             if reasoning is None:
                 reasoning, reasoning_field = value, field
-            else:
-                extra[field] = value  # both names: the second is kept as it is
+            elif value != reasoning:  # a message keeps one reasoning
+                raise ValueError(
+                    "message has different reasoning under 'reasoning_content' and 'reasoning' "
+                    f"({_preview(reasoning, 40)} and {_preview(value, 40)}); it keeps one"
+                )
         for key, value in data.items():
             if key not in _MESSAGE_KEYS and key not in REASONING_FIELDS and value is not None:
                 extra[key] = value

@@ -73,7 +73,11 @@ _SECTIONS = (
 )
 _SECTION_RE = re.compile(rf"^\s*({'|'.join(_SECTIONS)})\s*:\s*$")
 _ARGS_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Keyword Args", "Keyword Arguments"})
-_ARG_RE = re.compile(r"^\*{0,2}(?P<name>[A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(?P<text>.*)$")
+_ARG_RE = re.compile(
+    r"^\*{0,2}(?P<name>[A-Za-z_]\w*)\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*:(?P<text>.*)$"
+)
+"""``name (type): text``; the type may hold parentheses of its own (``pair (tuple(int, int)):
+...``), and the text may too (``f (str): Calls g(x): ...``)."""
 
 Converter = Callable[[Any], Any]
 """Turns a validated JSON value into what the function's annotation asks for."""

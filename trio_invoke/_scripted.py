@@ -6,10 +6,11 @@ import math
 import typing
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TypeAlias, cast
+from typing import Final, TypeAlias, cast
 
 import attrs
 import trio
+import trio.lowlevel
 
 from ._exceptions import ConfigurationError, ScriptExhaustedError
 from ._messages import ChatMessage, FinishReason
@@ -130,7 +131,9 @@ class ScriptedChatClient:
         ])
 
     Each call is recorded in :attr:`calls`. A call past the end of the script raises
-    :class:`ScriptExhaustedError`.
+    :class:`ScriptExhaustedError`. With no ``delay``, the replay yields to the scheduler every
+    64 updates (and a response of fewer has no schedule point), so a deadline around a long
+    stream fires.
 
     Raises:
         TypeError: at construction, for a script that cannot be replayed: ``responses`` is not
@@ -171,6 +174,10 @@ class ScriptedChatClient:
 
 
 _END = object()
+_CHECKPOINT_EVERY: Final = 64
+"""Without a delay, a replay yields to the scheduler once every this many items of a response
+(and never before the first 64), so a deadline or a cancellation around a long, or endless,
+stream fires, and a short response streams with no schedule point at all."""
 
 
 class _Replay:
@@ -201,6 +208,8 @@ class _Replay:
         self._index += 1
         if self._delay:
             await trio.sleep(self._delay)
+        elif not self._index % _CHECKPOINT_EVERY:
+            await trio.lowlevel.checkpoint()
         if isinstance(item, BaseException):
             raise item
         return cast("AgentResponseUpdate", item)

@@ -61,7 +61,9 @@ class FunctionChatClient:
     out of entering ``run()`` (the loop raises it as a :class:`ChatClientError` chained to it).
 
     Each call is recorded in :attr:`calls` before the function runs, so a call whose function
-    raised is recorded too.
+    raised is recorded too. With no ``delay``, the stream yields to the scheduler every 64
+    updates (and a response of fewer has no schedule point), so a deadline around a long, or
+    endless, generator fires.
     """
 
     function: ChatFunction = attrs.field()

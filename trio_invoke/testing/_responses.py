@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from .._messages import FinishReason, ToolCall, Usage
 from .._updates import AgentResponseUpdate, Finish, ToolCallArgs, ToolCallEnd, ToolCallStart
 
@@ -17,14 +19,18 @@ def tool_call_updates(
         call_id: The call's id, unique within the response.
         name: The tool the call is for.
         arguments: The call's JSON arguments, as text (``""`` means no arguments).
-        pieces: How many ``ToolCallArgs`` to cut ``arguments`` into (fewer if it is short).
+        pieces: How many ``ToolCallArgs`` to cut ``arguments`` into, of sizes that differ by
+            one character at most (fewer only if it has fewer characters; none for ``""``).
 
     Returns:
         ``[ToolCallStart, ToolCallArgs..., ToolCallEnd]``; no ``Finish``. For every chunking and
         interleaving of several calls, draw from :func:`tool_call_streams`.
     """
-    size = max(1, -(-len(arguments) // max(1, pieces)))
-    chunks = [arguments[i : i + size] for i in range(0, len(arguments), size)]
+    count = min(max(1, pieces), len(arguments))  # one piece per character at most
+    size, longer = divmod(len(arguments), count) if count else (0, 0)
+    # The first ``longer`` pieces take one character more: ``count`` pieces, none empty.
+    bounds = [i * size + min(i, longer) for i in range(count + 1)]
+    chunks = [arguments[a:b] for a, b in itertools.pairwise(bounds)]
     return [
         ToolCallStart(call_id, name),
         *(ToolCallArgs(call_id, chunk) for chunk in chunks),

@@ -155,8 +155,12 @@ def schemas_with_arguments() -> st.SearchStrategy[tuple[dict[str, Any], dict[str
 
 @st.composite
 def _split(draw: st.DrawFn, text: str) -> list[str]:
-    """``text`` cut at any points (empty pieces included)."""
-    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=min(len(text), 6) + 1)))
+    """``text`` cut at any points (empty pieces included), into as many as one piece per
+    character; ``""`` into any few pieces, none included (a call with no ``ToolCallArgs``).
+    Few pieces are drawn more often than many, and shrink to one."""
+    if not text:
+        return [""] * draw(st.integers(0, 2))
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=len(text))))
     bounds = [0, *cuts, len(text)]
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
@@ -193,12 +197,15 @@ def tool_call_streams(calls: Sequence[ToolCall]) -> st.SearchStrategy[list[Agent
     """The streamed form of ``calls``, as a model may send it.
 
     Each call becomes ``ToolCallStart``, its arguments cut into any pieces (empty pieces
-    included) as ``ToolCallArgs``, and ``ToolCallEnd``; the calls are interleaved in any order
+    included, up to one per character) as ``ToolCallArgs``, and ``ToolCallEnd``; empty
+    arguments may have no ``ToolCallArgs`` at all. The calls are interleaved in any order
     that keeps each call's own order. Call order (the order of the starts) may therefore differ
     from the order of ``calls``. Ids in ``calls`` must be unique.
 
     Returns:
-        A strategy of update lists; accumulating one gives back exactly ``calls``.
+        A strategy of update lists; accumulating one gives back ``calls``, in call order, except
+        that a call whose ``arguments`` are ``""`` comes back with ``"{}"`` (the accumulator
+        reads empty arguments as no arguments).
     """
     return _tool_call_stream(list(calls))
 

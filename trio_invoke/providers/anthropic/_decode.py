@@ -302,7 +302,12 @@ class AnthropicDecoder:
                 updates.append(ReasoningDelta(thinking))
             return updates
         if kind == "redacted_thinking":
-            return [ProviderDataDelta(THINKING_BLOCKS, self._key(index), update=content)]
+            try:
+                return [ProviderDataDelta(THINKING_BLOCKS, self._key(index), update=content)]
+            except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
+                raise ModelResponseError(
+                    f"the server sent a redacted_thinking block that is not JSON ({exc})"
+                ) from exc
         return []  # server tool use and results, compaction, ...: kept in .blocks only
 
     def _tool_start(

@@ -191,7 +191,10 @@ def wire_tool_choice(
             )
         wire = {"type": "tool", "name": name}
     elif isinstance(choice, Mapping) and choice.get("type") in ("auto", "any", "tool", "none"):
-        wire = json_copy(choice, "tool_choice")
+        try:
+            wire = json_copy(choice, "tool_choice")
+        except ValueError as exc:  # NaN or an infinity in it, say
+            raise ConfigurationError(str(exc)) from None
     else:
         raise ConfigurationError(
             f"tool_choice must be 'auto', 'none', 'required', a named function "

@@ -185,11 +185,15 @@ class ChunkDecoder:
             kind, index = detail.get("type"), detail.get("index", position)
             update = {k: v for k, v in detail.items() if k not in _DETAIL_TEXT}
             extend = {k: v for k, v in detail.items() if k in _DETAIL_TEXT and isinstance(v, str)}
-            updates.append(
-                ProviderDataDelta(
+            try:
+                piece = ProviderDataDelta(
                     "reasoning_details", f"{kind}#{index}", update=update, extend=extend
                 )
-            )
+            except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
+                raise ModelResponseError(
+                    f"the server sent a reasoning_details item that is not JSON ({exc})"
+                ) from exc
+            updates.append(piece)
         return updates
 
     def _key(self, index: object, call_id: str | None, name: str | None) -> int | str | None:
