@@ -176,6 +176,56 @@ def test_prefix_items_agree_with_a_reference(
 # --- the other 2019-09 / 2020-12 keywords -----------------------------------------------------
 
 
+COUNT = "https://example.com/count"
+EMBEDDED = [
+    pytest.param(
+        {"$id": COUNT, "$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n"},
+        id="a $ref beside the resource's own $defs",
+    ),
+    pytest.param(
+        {
+            "$id": COUNT,
+            "$defs": {"n": {"type": "integer"}},
+            "type": "object",
+            "properties": {"v": {"$ref": "#/$defs/n"}},
+            "required": ["v"],
+        },
+        id="a $ref in a subschema of the resource",
+    ),
+    pytest.param(
+        {"$id": COUNT, "$defs": {"n": {"$anchor": "num", "type": "integer"}}, "$ref": "#num"},
+        id="a $ref to an $anchor of the resource",
+    ),
+    pytest.param(
+        {
+            "$id": COUNT,
+            "$defs": {
+                "inner": {
+                    "$id": "inner",  # relative: https://example.com/inner
+                    "$defs": {"n": {"type": "integer"}},
+                    "$ref": "#/$defs/n",
+                }
+            },
+            "$ref": "#/$defs/inner",
+        },
+        id="a resource inside a resource, with a relative $id",
+    ),
+]
+
+
+@pytest.mark.parametrize("dialect", [DRAFT_2020, DRAFT_2019])
+@pytest.mark.parametrize("field", EMBEDDED)
+def test_a_reference_inside_an_embedded_resource_resolves_against_its_id(
+    dialect: str, field: dict[str, Any]
+) -> None:
+    """A subschema with an absolute ``$id`` is a schema resource of its own; a fragment-only
+    ``$ref`` in it points into it (2020-12 section 8.2.1): what schema bundlers write."""
+    schema = wrap(field, dialect)
+    good, bad = (5, "five") if "properties" not in field else ({"v": 5}, {"v": "five"})
+    assert passes({"t": good}, schema)
+    assert not passes({"t": bad}, schema)
+
+
 @pytest.mark.parametrize("dialect", [DRAFT_2020, DRAFT_2019])
 def test_ref_siblings_apply_in_2019_09_and_2020_12(dialect: str) -> None:
     schema = {

@@ -45,7 +45,7 @@ import math
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
 
 from ._exceptions import ToolDefinitionError
 
@@ -165,6 +165,8 @@ class _Rewriter:
         """Resource (original path) -> anchor name -> original path of its subschema."""
         self.refs: list[tuple[dict[str, Any], _Path]] = []
         """Rewritten nodes holding a ``$ref``, with their resource (original path)."""
+        self.ids: dict[_Path, str] = {}
+        """Resource (original path) -> its base URI, as its ``$id`` and those around it say."""
 
     def schema(self, node: object, orig: _Path, new: _Path, resource: _Path) -> object:
         if not isinstance(node, Mapping):
@@ -173,8 +175,11 @@ class _Rewriter:
         _check_multiple_of(node, orig)
         _check_patterns(node, orig)
         node_id = node.get("$id")
-        if orig and isinstance(node_id, str) and not node_id.startswith("#"):
-            resource = orig
+        if isinstance(node_id, str) and not node_id.startswith("#"):
+            base = urljoin(self.ids.get(resource, ""), node_id)
+            if orig:
+                resource = orig
+            self.ids[resource] = base
         if not self.rewrite:
             return self._copy(node, {}, orig, new, resource)
         for keyword in ("$anchor", "$dynamicAnchor"):
@@ -316,6 +321,12 @@ class _Rewriter:
                 continue  # fastjsonschema reports the unresolvable reference
             base = self.new_path(resource)
             relative = self.new_path(target)[len(base) :]
+            uri = urldefrag(self.ids.get(resource, "")).url if resource else ""
+            if urlsplit(uri).scheme:
+                # Inside an embedded resource (a subschema with an absolute $id), fastjsonschema
+                # resolves a reference against that $id only when it is written in full.
+                node["$ref"] = uri + _where(relative)
+                continue
             if fragment.startswith("/") and relative == target[len(resource) :]:
                 continue  # nothing on its way moved: keep the reference as it was written
             node["$ref"] = _where(relative)
