@@ -116,14 +116,11 @@ def _group_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     errors the tool's tasks raised while being cancelled go with it: the call's result says it
     was cancelled, or timed out) -- else returned: the error the call's result reports (a
     ``Cancelled`` that nothing around the call made, or beside the tool's own errors)."""
-    cancelled, rest = group.split(trio.Cancelled)
-    if rest is not None and rest.split(Exception)[1] is not None:
+    if not isinstance(primary(group), Exception | trio.Cancelled):
         raise group  # an interrupt is in it: it reaches the caller (the loop takes it out)
+    cancelled, rest = group.split(trio.Cancelled)
     if cancelled is not None and _really_cancelled():
-        first: BaseException = cancelled
-        while isinstance(first, BaseExceptionGroup):
-            first = first.exceptions[0]
-        raise first from None  # a bare Cancelled, as the scope that is cancelling sent it
+        raise primary(cancelled) from None  # a bare Cancelled, as the cancelling scope sent it
     return rest if rest is not None else group
 
 

@@ -790,38 +790,40 @@ class MCPServer:
         first = True
         while True:
             opened: float | None = None
-            if not first and not await self._target.reachable():  # down, or restarting
-                _log.debug("MCP server %r: no connection yet; trying in %g s", self.name, delay)
-                await trio.sleep(delay)
-                delay = min(2 * delay, _RELISTEN_MAX)
-                continue
-            try:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    opened = trio.current_time()
-                    if first:
-                        task_status.started()
-                    else:
-                        self._tools_changed()  # what changed while no stream was open
-                        _log.info("MCP server %r: listening for tool list changes again", self.name)
-                    async for _ in subscription:
-                        self._tools_changed()
-                why = "the server closed it"
-            except Exception as exc:  # no stream, the connection gone, or SubscriptionLost
-                why = _summary(exc)
-            if first and opened is None:
-                task_status.started()  # the first attempt is done, without a stream
+            listens = first or await self._target.reachable()  # (not while it is down)
+            if listens:
+                try:
+                    async with client.listen(tools_list_changed=True) as subscription:
+                        opened = trio.current_time()
+                        if first:
+                            task_status.started()
+                        else:
+                            self._tools_changed()  # what changed while no stream was open
+                            _log.info(
+                                "MCP server %r: listening for tool list changes again", self.name
+                            )
+                        async for _ in subscription:
+                            self._tools_changed()
+                    why = "the server closed it"
+                except Exception as exc:  # no stream, the connection gone, or SubscriptionLost
+                    why = _summary(exc)
+                if first and opened is None:
+                    task_status.started()  # the first attempt is done, without a stream
             if self._lost is not None:
                 return  # calls say it is gone; nothing to follow
-            if opened is not None and trio.current_time() - opened >= _RELISTEN_MAX:
-                delay = _RELISTEN_FIRST
-            level = logging.WARNING if first or opened is not None else logging.DEBUG
-            _log.log(
-                level,
-                "MCP server %r: no tool list changes for now (%s); listening again in %g s",
-                self.name,
-                why,
-                delay,
-            )
+            if not listens:
+                _log.debug("MCP server %r: no connection yet; trying in %g s", self.name, delay)
+            else:
+                if opened is not None and trio.current_time() - opened >= _RELISTEN_MAX:
+                    delay = _RELISTEN_FIRST
+                level = logging.WARNING if first or opened is not None else logging.DEBUG
+                _log.log(
+                    level,
+                    "MCP server %r: no tool list changes for now (%s); listening again in %g s",
+                    self.name,
+                    why,
+                    delay,
+                )
             first = False
             await trio.sleep(delay)
             delay = min(2 * delay, _RELISTEN_MAX)
