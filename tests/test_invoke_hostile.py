@@ -245,31 +245,6 @@ async def test_a_run_cancelled_while_a_calls_tasks_fail_ends_cancelled(
     assert_transcript_valid([*USER, *result.messages])
 
 
-async def test_a_group_with_a_stray_cancelled_beside_an_error_is_that_calls_error() -> None:
-    """A Cancelled that no scope of the run made, in a group beside the tool's own error: the
-    call's error result reports the error."""
-
-    @tool
-    async def leaks_in_a_group() -> str:
-        """Lets out a group: a Cancelled of its own making and an error."""
-        with trio.CancelScope() as inner:
-            inner.cancel()
-            try:
-                await trio.sleep(1)
-            except trio.Cancelled as exc:
-                caught = exc
-        raise BaseExceptionGroup("mine", [caught, ValueError("boom")])
-
-    batch = tool_calls_response(ToolCall("c1", "leaks_in_a_group", "{}"))
-    agent = FunctionInvokingChatClient(ScriptedChatClient([batch, "done"]), [leaks_in_a_group])
-    result = await run_to_completion(agent, USER)
-    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
-    assert called.result == "Error: tool 'leaks_in_a_group' raised ExceptionGroup"
-    assert isinstance(called.exception, ExceptionGroup)
-    assert called.exception.exceptions[0].args == ("boom",)
-    assert result.updates[-1] == Finish(FinishReason.STOP)
-
-
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
 async def test_an_interrupt_in_a_tools_group_beside_a_cancelled_reaches_the_caller(
     interrupt: type[BaseException], autojump_clock: Any

@@ -437,17 +437,22 @@ async def test_a_resume_under_a_cancelled_scope_runs_no_call() -> None:
 # -- tools that misbehave beyond ``except Exception`` ------------------------------------------
 
 
+async def stray_cancelled() -> trio.Cancelled:
+    """A Cancelled of a scope that is over: raised later, nothing around it is cancelling."""
+    with trio.CancelScope() as inner:
+        inner.cancel()
+        try:
+            await trio.sleep(1)
+        except trio.Cancelled as exc:
+            caught = exc
+    return caught
+
+
 async def test_a_stray_cancelled_from_a_tool_is_that_calls_error() -> None:
     @tool
     async def leaks() -> str:
         """Lets out a Cancelled of its own making."""
-        with trio.CancelScope() as inner:
-            inner.cancel()
-            try:
-                await trio.sleep(1)
-            except trio.Cancelled as exc:
-                caught = exc
-        raise caught
+        raise await stray_cancelled()
 
     script = [tool_calls_response(ToolCall("a", "leaks", "{}"), CALL), "done"]
     result = await run_to_completion(
@@ -461,6 +466,25 @@ async def test_a_stray_cancelled_from_a_tool_is_that_calls_error() -> None:
     assert called["c1"].result == "x"
     assert result.updates[-1] == Finish(FinishReason.STOP)
     assert_transcript_valid([*USER, *result.messages])
+
+
+async def test_a_group_with_a_stray_cancelled_beside_an_error_is_that_calls_error() -> None:
+    """A Cancelled that no scope of the run made, in a group beside the tool's own error: the
+    call's error result reports the error."""
+
+    @tool
+    async def leaks_in_a_group() -> str:
+        """Lets out a group: a Cancelled of its own making and an error."""
+        raise BaseExceptionGroup("mine", [await stray_cancelled(), ValueError("boom")])
+
+    batch = tool_calls_response(ToolCall("c1", "leaks_in_a_group", "{}"))
+    agent = FunctionInvokingChatClient(ScriptedChatClient([batch, "done"]), [leaks_in_a_group])
+    result = await run_to_completion(agent, USER)
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert called.result == "Error: tool 'leaks_in_a_group' raised ExceptionGroup"
+    assert isinstance(called.exception, ExceptionGroup)
+    assert called.exception.exceptions[0].args == ("boom",)
+    assert result.updates[-1] == Finish(FinishReason.STOP)
 
 
 class UnprintableError(Exception):
