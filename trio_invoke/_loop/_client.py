@@ -103,7 +103,13 @@ def _check(name: str, value: float | None, minimum: int, *, integer: bool = True
 
 
 class _Once(AbstractAsyncContextManager[InvocationStream]):
-    """One run's context manager: entered once (a second time is an error that says so)."""
+    """One run's context manager: entered once (a second time is an error that says so).
+
+    Entering and leaving are protected from ``KeyboardInterrupt`` as Trio protects its own
+    nursery's: a Ctrl-C that lands there is raised at the next checkpoint instead, so it never
+    leaves the run's nursery half entered or half closed (only the caller's body takes it
+    where it is).
+    """
 
     __slots__ = ("_entered", "_manager")
 
@@ -111,6 +117,7 @@ class _Once(AbstractAsyncContextManager[InvocationStream]):
         self._manager = manager
         self._entered = False
 
+    @trio.lowlevel.enable_ki_protection
     async def __aenter__(self) -> InvocationStream:
         if self._entered:
             raise RuntimeError(
@@ -120,6 +127,7 @@ class _Once(AbstractAsyncContextManager[InvocationStream]):
         self._entered = True
         return await self._manager.__aenter__()
 
+    @trio.lowlevel.enable_ki_protection
     async def __aexit__(
         self,
         kind: type[BaseException] | None,
