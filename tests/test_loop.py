@@ -532,6 +532,25 @@ async def test_a_forcing_tool_choice_applies_to_the_first_round_only(choice: Any
     assert result.messages[-1] == ChatMessage.assistant("done")
 
 
+@pytest.mark.parametrize(
+    "choice",
+    ["auto", "none", {"type": "auto", "disable_parallel_tool_use": True}, {"type": "none"}],
+)
+async def test_a_tool_choice_that_forces_no_call_holds_for_every_round(choice: Any) -> None:
+    """Anthropic's mapping forms of "auto" and "none" force no call: dropping them after the
+    first round would lose what they carry (``disable_parallel_tool_use``)."""
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(ToolCall("a", "nap", '{"seconds": 0}')),
+            tool_calls_response(ToolCall("b", "nap", '{"seconds": 0}')),
+            "done",
+        ]
+    )
+    client = FunctionInvokingChatClient(model, [nap])
+    await run_to_completion(client, USER, RunOptions(tool_choice=choice))
+    assert [call.options.tool_choice for call in model.calls] == [choice, choice, choice]
+
+
 # -- provider tools -------------------------------------------------------------------------------
 
 
