@@ -32,6 +32,7 @@ import attrs
 
 from ..._exceptions import ConfigurationError
 from ..._messages import ChatMessage, Usage
+from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate, Finish
 from ._decode import AnthropicDecoder, error_description
@@ -306,6 +307,7 @@ class AnthropicChatClient(Pooled):
         body.update(_checked_options(options.model_options))
         return {key: value for key, value in body.items() if value is not None}
 
+    @entered_once
     @asynccontextmanager
     async def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
@@ -319,6 +321,8 @@ class AnthropicChatClient(Pooled):
         ``thinking_blocks``. A ``pause_turn`` is continued within the run (see the class).
 
         Raises:
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                model call: call ``run()`` again).
             HTTPStatusError: the server answered 4xx/5xx (after the retries, for 429, 529 and
                 5xx), with the error's ``error_type`` and ``message``.
             ModelConnectionError: the server could not be reached (after the retries), or the
