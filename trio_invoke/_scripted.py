@@ -14,6 +14,7 @@ import trio.lowlevel
 
 from ._exceptions import ConfigurationError, ScriptExhaustedError
 from ._messages import ChatMessage, FinishReason
+from ._once import entered_once
 from ._options import RunOptions
 from ._updates import AgentResponseUpdate, Finish, TextDelta
 
@@ -158,12 +159,15 @@ class ScriptedChatClient:
         """Replay the next scripted response.
 
         Raises:
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                model call: call ``run()`` again).
             ScriptExhaustedError: every scripted response has been used.
 
         Cancellation: the replay stops where it was; the call stays recorded in :attr:`calls`.
         """
         return self._run(messages, options)
 
+    @entered_once
     @asynccontextmanager
     async def _run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None

@@ -47,7 +47,7 @@ from .._updates import (
 )
 from ._channels import offer, primary, send
 from ._hooks import ChatObservation
-from ._invoke import Site, invoke, not_run, ready
+from ._invoke import NOTHING, Site, invoke, not_run, ready
 from ._policy import BUDGET_SPENT, RoundOutcome, RoundPlan, turn_reason
 
 if TYPE_CHECKING:
@@ -255,32 +255,34 @@ class Round:
         finish: Finish | None = None
         add, checkpoint_if_cancelled = accumulator.add, trio.lowlevel.checkpoint_if_cancelled
         put, full = events.send_nowait, trio.WouldBlock
+        running = getattr(observed, "running", None)  # optional, as a call observation's
         try:
-            async with run.inner.run(seen, options) as updates:
-                async for update in updates:
-                    if type(update) not in _MODEL_TYPES:
-                        raise StreamProtocolError(_not_a_model_update(run, update))
-                    if finish is not None:
-                        raise StreamProtocolError(
-                            f"{type(update).__name__} after the response's Finish"
-                        )
-                    if type(update) is Finish:
-                        finish = update
-                        run.count_usage(update.usage)
-                        continue
-                    # A cancellation point per update, as ``send`` is: the inner stream may
-                    # never yield (a scripted one does not).
-                    await checkpoint_if_cancelled()
-                    try:  # as ``offer``, without its call on the path of every update
-                        put(update)
-                        waits = False
-                    except full:
-                        waits = True
-                    if waits:  # (awaited outside the ``except``: no exception pinned meanwhile)
-                        await events.send(update)
-                    ended = add(update)  # after the send: the transcript holds
-                    if eager:  # only what goes to the caller
-                        self._start_early(update, ended, events, nursery)
+            with NOTHING if running is None else running():  # entered and left in this task
+                async with run.inner.run(seen, options) as updates:
+                    async for update in updates:
+                        if type(update) not in _MODEL_TYPES:
+                            raise StreamProtocolError(_not_a_model_update(run, update))
+                        if finish is not None:
+                            raise StreamProtocolError(
+                                f"{type(update).__name__} after the response's Finish"
+                            )
+                        if type(update) is Finish:
+                            finish = update
+                            run.count_usage(update.usage)
+                            continue
+                        # A cancellation point per update, as ``send`` is: the inner stream may
+                        # never yield (a scripted one does not).
+                        await checkpoint_if_cancelled()
+                        try:  # as ``offer``, without its call on the path of every update
+                            put(update)
+                            waits = False
+                        except full:
+                            waits = True
+                        if waits:  # (awaited outside the ``except``: no exception pinned meanwhile)
+                            await events.send(update)
+                        ended = add(update)  # after the send: the transcript holds
+                        if eager:  # only what goes to the caller
+                            self._start_early(update, ended, events, nursery)
         except BaseException as exc:
             failure = _failure(run, exc)
             if observed is not None:

@@ -10,6 +10,7 @@ from typing import TypeAlias
 import attrs
 
 from .._messages import ChatMessage
+from .._once import entered_once
 from .._options import RunOptions
 from .._scripted import (
     ScriptedCall,
@@ -87,6 +88,8 @@ class FunctionChatClient:
         """Call the function and stream what it returned.
 
         Raises:
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                model call: call ``run()`` again).
             TypeError: the function returned something that is neither a string nor an
                 iterable of updates (``None``, say: a missing ``return``; a dict), or an item
                 of what it returned is not an update, an exception or a string. The message
@@ -101,6 +104,7 @@ class FunctionChatClient:
         """
         return self._run(messages, options)
 
+    @entered_once
     @asynccontextmanager
     async def _run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None

@@ -32,6 +32,7 @@ import attrs
 
 from ..._exceptions import ConfigurationError
 from ..._messages import ChatMessage, Usage
+from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate, Finish
 from ._decode import AnthropicDecoder, error_description
@@ -318,6 +319,8 @@ class AnthropicChatClient(Pooled):
         ``thinking_blocks``. A ``pause_turn`` is continued within the run (see the class).
 
         Raises:
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                model call: call ``run()`` again).
             HTTPStatusError: the server answered 4xx/5xx (after the retries, for 429, 529 and
                 5xx), with the error's ``error_type`` and ``message``.
             ModelConnectionError: the server could not be reached (after the retries), or the
@@ -336,6 +339,7 @@ class AnthropicChatClient(Pooled):
         """
         return self._run(messages, options)
 
+    @entered_once
     @asynccontextmanager
     async def _run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None

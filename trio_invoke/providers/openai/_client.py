@@ -26,6 +26,7 @@ import attrs
 
 from ..._exceptions import ConfigurationError
 from ..._messages import ChatMessage
+from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate
 from ._decode import ChunkDecoder, error_message
@@ -252,6 +253,8 @@ class OpenAIChatClient(Pooled):
         the text it precedes), OpenRouter's ``reasoning_details`` as ``ProviderDataDelta``.
 
         Raises:
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                model call: call ``run()`` again).
             HTTPStatusError: the server answered 4xx/5xx (after the retries, for 429 and 5xx).
             ModelConnectionError: the server could not be reached (after the retries), or the
                 connection broke mid-response (raised while iterating).
@@ -268,6 +271,7 @@ class OpenAIChatClient(Pooled):
         """
         return self._run(messages, options)
 
+    @entered_once
     @asynccontextmanager
     async def _run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None
