@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TypeAlias
 
 import attrs
@@ -82,11 +82,9 @@ class FunctionChatClient:
                 f"{_describe(value)}"
             )
 
-    @entered_once
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[AgentResponseUpdate]]:
         """Call the function and stream what it returned.
 
         Raises:
@@ -104,6 +102,14 @@ class FunctionChatClient:
         Cancellation: an ``async`` function is cancelled where it waits, or the stream stops
         where it was; the call stays recorded in :attr:`calls` either way.
         """
+        return self._run(messages, options)
+
+    @entered_once
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """The generator behind :meth:`run`."""
         call = ScriptedCall(tuple(messages), options or RunOptions())
         self.calls.append(call)
         response = self.function(call.messages, call.options)

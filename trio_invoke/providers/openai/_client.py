@@ -19,7 +19,7 @@ The layers, outside in:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Final
 
 import attrs
@@ -242,11 +242,9 @@ class OpenAIChatClient(Pooled):
         body.update(_checked_options(options.model_options))
         return {key: value for key, value in body.items() if value is not None}
 
-    @entered_once
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[AgentResponseUpdate]]:
         """Send ``messages`` and stream the model's response as updates.
 
         The request is sent (and retried) on entry; the body is read as you iterate. The stream
@@ -271,6 +269,14 @@ class OpenAIChatClient(Pooled):
         closes the HTTP response and its connection before the block exits; updates not yet
         received are lost. A cancelled retry wait sends nothing more.
         """
+        return self._run(messages, options)
+
+    @entered_once
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """The generator behind :meth:`run`."""
         body = self.request_body(messages, options)
         async with AsyncExitStack() as stack:
             http = await self._http(stack)
