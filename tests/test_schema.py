@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -375,3 +376,23 @@ def test_union_conversion_prefers_values_that_already_fit() -> None:
     assert converters["c"]("blue") == "blue"  # nothing fits: unchanged (validation's job)
     assert converters["d"](4.0) == 4
     assert converters["d"](None) is None
+
+
+def test_the_description_of_a_partial_is_its_function_docstring() -> None:
+    def scale(x: int, factor: int) -> int:
+        """Scale a number.
+
+        Args:
+            x: The number.
+            factor: By how much.
+        """
+        return x * factor
+
+    parameters, description = function_schema(functools.partial(scale, factor=2))
+    assert description == "Scale a number."
+    assert parameters["properties"]["x"]["description"] == "The number."
+    nested = functools.partial(functools.partial(scale), factor=3)
+    assert function_schema(nested)[1] == "Scale a number."
+    own = functools.partial(scale, factor=2)
+    own.__doc__ = "Double a number."
+    assert function_schema(own)[1] == "Double a number."

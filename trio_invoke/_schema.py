@@ -352,6 +352,14 @@ def _hints_source(func: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _doc_source(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Whose docstring describes ``func``: a ``functools.partial``'s own docstring is the
+    generic one of its type (unless one was set), so it is its function's."""
+    while isinstance(func, functools.partial) and func.__doc__ == type(func).__doc__:
+        func = func.func
+    return func
+
+
 def describe_function(func: Callable[..., Any]) -> FunctionDescription:
     """Read a function's parameters schema, description and argument converters.
 
@@ -377,7 +385,7 @@ def describe_function(func: Callable[..., Any]) -> FunctionDescription:
         raise ToolDefinitionError(
             f"@tool cannot read the signature of function {func_name!r}: {exc}"
         ) from exc
-    description, arg_docs = parse_docstring(inspect.getdoc(func))
+    description, arg_docs = parse_docstring(inspect.getdoc(_doc_source(func)))
     properties: dict[str, Any] = {}
     required: list[str] = []
     converters: dict[str, Converter] = {}
