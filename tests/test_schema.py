@@ -378,6 +378,23 @@ def test_union_conversion_prefers_values_that_already_fit() -> None:
     assert converters["d"](None) is None
 
 
+def test_an_integer_literal_sent_as_an_integral_float_becomes_the_int() -> None:
+    def f(
+        a: Literal[1, 2], b: Literal["x", 3] | None, c: list[Literal[1, 2]], d: Literal["x"]
+    ) -> None:
+        pass
+
+    converters = describe_function(f).converters
+    assert sorted(converters) == ["a", "b", "c"]  # a str-only Literal needs nothing
+    assert type(converters["a"](1.0)) is int
+    assert converters["a"](2.0) == 2
+    assert type(converters["b"](3.0)) is int
+    assert converters["b"]("x") == "x"
+    assert converters["b"](None) is None
+    assert [type(v) for v in converters["c"]([1.0, 2])] == [int, int]
+    assert converters["a"](True) is True  # not an int: validation refuses it, never turned
+
+
 def test_the_description_of_a_partial_is_its_function_docstring() -> None:
     def scale(x: int, factor: int) -> int:
         """Scale a number.

@@ -178,7 +178,8 @@ class FunctionTool(Generic[P, R]):
 
         Arguments of Enum-typed parameters (also ``Optional[...]``, ``list[...]``,
         ``dict[str, ...]`` of an Enum) become members; an integral float for an ``int``
-        parameter becomes an ``int``. ``arguments`` itself is not changed.
+        (or an integer ``Literal``) parameter becomes an ``int``. ``arguments`` itself is not
+        changed.
 
         An async function is awaited in the calling task. A plain function runs in a worker
         thread (:func:`trio.to_thread.run_sync`) under the tool's ``limiter``, else the one the

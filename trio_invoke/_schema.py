@@ -268,10 +268,11 @@ def _fix_int(value: Any) -> Any:
 def _annotation_converter(annotation: object) -> Converter | None:
     """What turns a validated JSON value into a value of ``annotation``; ``None`` if nothing does.
 
-    Enum parameters get the member with that value; ``int`` parameters get an ``int`` for an
-    integral float; ``list``, ``dict`` and unions convert their contents. In a union, a value that
-    is already an instance of a member that needs no conversion (``str``, ``float``, ``None``...)
-    is left as it is; otherwise the first member whose conversion succeeds wins.
+    Enum parameters get the member with that value; ``int`` parameters and integer ``Literal``
+    parameters get an ``int`` for an integral float; ``list``, ``dict`` and unions convert their
+    contents. In a union, a value that is already an instance of a member that needs no
+    conversion (``str``, ``float``, ``None``...) is left as it is; otherwise the first member
+    whose conversion succeeds wins.
     """
     origin = get_origin(annotation)
     args = get_args(annotation)
@@ -279,6 +280,10 @@ def _annotation_converter(annotation: object) -> Converter | None:
         return _annotation_converter(args[0])
     if annotation is int:
         return _fix_int
+    if origin is Literal:
+        # JSON Schema counts 1.0 as the integer 1, which an ``enum`` of 1 accepts.
+        ints = any(isinstance(v, int) and not isinstance(v, bool) for v in args)
+        return _fix_int if ints else None
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return annotation
     if origin is list and args:
