@@ -40,8 +40,8 @@ In every dialect but draft 4 (which fastjsonschema reads itself), draft 4's bool
 exclusive, ``false`` is dropped.
 
 The same pass refuses a ``multipleOf`` that is not a number above zero (fastjsonschema compiles
-it, then divides by it on every call), and names the place of a ``pattern`` that Python's ``re``
-cannot compile.
+it, then divides by it on every call) and an empty ``type`` list, and names the place of a
+``pattern`` that Python's ``re`` cannot compile.
 """
 
 from __future__ import annotations
@@ -179,6 +179,10 @@ class _Rewriter:
             return node  # a boolean schema, or something fastjsonschema reports
         self.moved[orig] = new
         _check_multiple_of(node, orig)
+        if node.get("type") == []:  # fastjsonschema would refuse every value, saying "must be "
+            raise ToolDefinitionError(
+                f"invalid JSON Schema: type at {_where(orig)} is [], which names no type"
+            )
         _check_patterns(node, orig)
         node_id = node.get("$id")
         if isinstance(node_id, str) and not node_id.startswith("#"):
