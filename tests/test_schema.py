@@ -204,6 +204,35 @@ def test_unresolvable_hint_names_the_function() -> None:
         function_schema(f)
 
 
+def test_an_unresolvable_hint_names_the_parameter() -> None:
+    def f(a: int, b: Missing = None, *, c: list[Gone]) -> Nowhere:  # type: ignore[name-defined]  # noqa: F821
+        pass
+
+    with pytest.raises(ToolDefinitionError) as info:
+        function_schema(f)
+    message = str(info.value)
+    assert "signature of function 'f'" in message
+    assert "parameter 'b' (Missing)" in message
+    assert "name 'Missing' is not defined" in message
+
+    # The return annotation is not the schema's business: one that does not resolve (a name
+    # imported under TYPE_CHECKING) is left out.
+    def g(a: int, b: Color = Color.RED) -> Nowhere:  # type: ignore[name-defined]  # noqa: F821
+        """G."""
+
+    parameters, description = function_schema(g)
+    assert parameters["properties"]["a"] == {"type": "integer"}
+    assert describe_function(g).converters["b"]("green") is Color.GREEN
+    assert description == "G."
+
+    class Box:
+        def method(self, size: Absent) -> None:  # type: ignore[name-defined]  # noqa: F821
+            pass
+
+    with pytest.raises(ToolDefinitionError, match=r"parameter 'size' \(Absent\)"):
+        function_schema(Box().method)
+
+
 def test_object_schema_shape_and_defaults() -> None:
     def search(
         query: str,

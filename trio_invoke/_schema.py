@@ -35,7 +35,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 import attrs
 
@@ -357,6 +357,31 @@ def _hints_source(func: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+_PROBE: Final = (lambda: None).__code__
+
+
+def _parameter_hints(source: Callable[..., Any]) -> tuple[dict[str, Any] | None, str]:
+    """The type hints of ``source``'s parameters, resolved one by one, its return annotation
+    left out; or ``None`` and which parameter's annotation does not resolve, as the start of a
+    message (``"the annotation of parameter 'x' (Missing): "``; ``""`` if it cannot tell)."""
+    annotations = getattr(source, "__annotations__", None)
+    namespace = getattr(inspect.unwrap(source), "__globals__", None)
+    if not isinstance(annotations, dict) or not isinstance(namespace, dict):
+        return None, ""
+    hints: dict[str, Any] = {}
+    for name, annotation in annotations.items():
+        if name == "return":
+            continue
+        probe = types.FunctionType(_PROBE, namespace)
+        probe.__annotations__ = {name: annotation}
+        try:
+            hints.update(typing.get_type_hints(probe, include_extras=True))
+        except Exception:
+            shown = annotation if isinstance(annotation, str) else repr(annotation)
+            return None, f"the annotation of parameter {name!r} ({shown}): "
+    return hints, ""
+
+
 def _doc_source(func: Callable[..., Any]) -> Callable[..., Any]:
     """Whose docstring describes ``func``: a ``functools.partial``'s own docstring is the
     generic one of its type (unless one was set), so it is its function's."""
@@ -380,16 +405,24 @@ def describe_function(func: Callable[..., Any]) -> FunctionDescription:
         ToolDefinitionError: A parameter cannot be described: unsupported or missing annotation,
             ``*args``/``**kwargs``, or positional-only. The message names the function and the
             parameter: ``"@tool cannot describe parameter 'x' of function 'f': unsupported
-            annotation <class 'bytes'>"``. Also raised when the type hints cannot be resolved.
+            annotation <class 'bytes'>"``. Also raised when a parameter's type hint cannot be
+            resolved (the message names it); a return annotation that cannot is left alone.
     """
     func_name = _function_name(func)
+    source: Callable[..., Any] | None = None
     try:
         signature = inspect.signature(func)
-        hints = typing.get_type_hints(_hints_source(func), include_extras=True)
+        source = _hints_source(func)
+        hints = typing.get_type_hints(source, include_extras=True)
     except Exception as exc:  # NameError for an unresolvable forward reference, TypeError, ...
-        raise ToolDefinitionError(
-            f"@tool cannot read the signature of function {func_name!r}: {exc}"
-        ) from exc
+        # One by one: a return annotation that does not resolve (a name imported only under
+        # TYPE_CHECKING) is no reason to refuse; a parameter's is, and the message names it.
+        resolved, where = _parameter_hints(source) if source is not None else (None, "")
+        if resolved is None:
+            raise ToolDefinitionError(
+                f"@tool cannot read the signature of function {func_name!r}: {where}{exc}"
+            ) from exc
+        hints = resolved
     description, arg_docs = parse_docstring(inspect.getdoc(_doc_source(func)))
     properties: dict[str, Any] = {}
     required: list[str] = []
