@@ -146,7 +146,7 @@ class FunctionTool(Generic[P, R]):
             name = getattr(func, "__name__", None)
             if not isinstance(name, str):
                 raise ToolDefinitionError(f"{func!r} has no __name__; pass @tool(name=...)")
-        if not _NAME_RE.match(name):
+        if not _NAME_RE.fullmatch(name):
             raise ToolDefinitionError(
                 f"tool name {name!r} must match {_NAME_RE.pattern}; pass @tool(name=...)"
             )
