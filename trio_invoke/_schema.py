@@ -41,7 +41,13 @@ import attrs
 
 from ._exceptions import ToolDefinitionError
 
-__all__ = ["FunctionDescription", "describe_function", "function_schema", "parse_docstring"]
+__all__ = [
+    "FunctionDescription",
+    "describe_function",
+    "function_schema",
+    "parameter_hints",
+    "parse_docstring",
+]
 
 _PRIMITIVES: dict[object, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -380,6 +386,22 @@ def _parameter_hints(source: Callable[..., Any]) -> tuple[dict[str, Any] | None,
             shown = annotation if isinstance(annotation, str) else repr(annotation)
             return None, f"the annotation of parameter {name!r} ({shown}): "
     return hints, ""
+
+
+def parameter_hints(source: Callable[..., Any]) -> dict[str, Any]:
+    """``typing.get_type_hints(source, include_extras=True)``, or, when that fails, the hints
+    of the parameters alone (a return annotation that does not resolve is left out).
+
+    Raises:
+        Exception: What ``typing.get_type_hints`` raised, when a parameter's hint fails too.
+    """
+    try:
+        return typing.get_type_hints(source, include_extras=True)
+    except Exception:
+        resolved, _ = _parameter_hints(source)
+        if resolved is None:
+            raise
+        return resolved
 
 
 def _doc_source(func: Callable[..., Any]) -> Callable[..., Any]:
