@@ -37,6 +37,10 @@ _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 def _is_async(func: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(func):
         return True
+    # A plain decorator's wrapper (``functools.wraps``) of an ``async def``: calling it gives the
+    # coroutine to await (in a worker thread it would be a coroutine nobody awaits).
+    if inspect.iscoroutinefunction(inspect.unwrap(func)):
+        return True
     # An object whose __call__ is ``async def`` (for a function, type(func).__call__ is not).
     return inspect.iscoroutinefunction(type(func).__call__)
 
