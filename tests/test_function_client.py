@@ -17,6 +17,7 @@ from trio_invoke import (
     ChatClientError,
     ChatMessage,
     ConfigurationError,
+    Error,
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
@@ -285,3 +286,42 @@ async def test_a_short_function_response_has_no_schedule_point() -> None:
     async with client.run([ChatMessage.user("hi")]) as stream:
         with trio.testing.assert_no_checkpoints():
             assert len([u async for u in stream]) == 63
+
+
+def _generator_model(log: list[str]) -> Any:
+    def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> Iterator[Any]:
+        try:
+            yield TextDelta("one")
+            yield TextDelta("two")
+            log.append("read to the end")
+            yield Finish(FinishReason.STOP)
+        finally:
+            log.append("closed")
+
+    return respond
+
+
+async def test_a_generator_left_early_is_closed_on_leaving_run() -> None:
+    log: list[str] = []
+    async with FunctionChatClient(_generator_model(log)).run(USER) as stream:
+        async for _ in stream:
+            break
+        assert log == []
+    assert log == ["closed"]  # now, not when the garbage collector gets to it
+    log.clear()
+    await run_to_completion(FunctionChatClient(_generator_model(log)), USER)
+    assert log == ["read to the end", "closed"]
+
+
+async def test_a_generator_cancelled_under_the_loop_is_closed_with_the_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log: list[str] = []
+    model = FunctionChatClient(_generator_model(log), delay=1)
+    agent = FunctionInvokingChatClient(model)
+    scope = trio.CancelScope(deadline=trio.current_time() + 1.5)  # after the first update
+    with trio.fail_after(10):
+        async with agent.run(USER, RunOptions(cancel_scope=scope)) as stream:
+            updates = [update async for update in stream]
+            assert log == ["closed"]
+    assert updates[-1] == Error("cancelled")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import types
 import typing
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -208,6 +209,11 @@ class _Replay:
 
     def __aiter__(self) -> _Replay:
         return self
+
+    def close(self) -> None:
+        """Close the items' iterator if it is a generator (its ``finally`` blocks run now)."""
+        if isinstance(self._items, types.GeneratorType):
+            self._items.close()
 
     async def __anext__(self) -> AgentResponseUpdate:
         item = next(self._items, _END)
