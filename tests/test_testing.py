@@ -63,6 +63,13 @@ def test_tool_call_updates_gives_the_pieces_asked_for(length: int, pieces: int) 
     assert not cut or max(map(len, cut)) - min(map(len, cut)) <= 1
 
 
+@pytest.mark.parametrize("pieces", [0, -1])
+def test_tool_call_updates_in_no_pieces_is_an_error(pieces: int) -> None:
+    # Not one piece in silence: ``pieces`` is how many ToolCallArgs there are.
+    with pytest.raises(ValueError, match=f"pieces >= 1, got {pieces}"):
+        tool_call_updates("c", "f", '{"x": 1}', pieces=pieces)
+
+
 def test_valid_transcripts_pass() -> None:
     assert_transcript_valid(
         [
