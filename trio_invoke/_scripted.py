@@ -227,5 +227,7 @@ class _Replay:
         elif not self._index % _CHECKPOINT_EVERY:
             await trio.lowlevel.checkpoint()
         if isinstance(item, BaseException):
-            raise item
+            # The same object may be raised by every replay of a shared script: without the
+            # reset its traceback would grow by these frames each time, and keep them alive.
+            raise item.with_traceback(None)
         return cast("AgentResponseUpdate", item)
