@@ -38,14 +38,14 @@ import attrs
 import trio
 
 from ._exceptions import ToolDefinitionError, ToolProcessError
-from ._schema import _hints_source
+from ._schema import _hints_source, parameter_hints
 
 __all__ = ["ProcessTarget", "Reference", "import_trio_parallel", "run_in_worker"]
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 _MISSING_EXTRA = (
     '@tool(isolation="process") needs trio-parallel, which is not installed: '
-    'pip install "trio_invoke[process]"'
+    'pip install "trio_invoke[process]" (from a checkout: pip install ".[process]")'
 )
 
 
@@ -154,7 +154,7 @@ def _enum_types(annotation: object) -> list[type]:
 
 def _check_enum_parameters(func: Callable[..., Any]) -> None:
     """Members of the Enum types of the parameters are pickled by reference to their class."""
-    hints = typing.get_type_hints(_hints_source(func), include_extras=True)
+    hints = parameter_hints(_hints_source(func))
     for name, annotation in hints.items():
         if name == "return":
             continue

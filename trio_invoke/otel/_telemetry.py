@@ -21,7 +21,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the test hides opentelemetry and re-imports
     raise ImportError(
         "trio_invoke.otel needs opentelemetry-api, which is not installed: "
-        'pip install "trio_invoke[otel]"'
+        'pip install "trio_invoke[otel]" (from a checkout: pip install ".[otel]")'
     ) from exc
 
 __all__ = ["Telemetry"]
