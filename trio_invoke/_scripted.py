@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import types
 import typing
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -209,6 +210,11 @@ class _Replay:
     def __aiter__(self) -> _Replay:
         return self
 
+    def close(self) -> None:
+        """Close the items' iterator if it is a generator (its ``finally`` blocks run now)."""
+        if isinstance(self._items, types.GeneratorType):
+            self._items.close()
+
     async def __anext__(self) -> AgentResponseUpdate:
         item = next(self._items, _END)
         if item is _END:
@@ -221,5 +227,7 @@ class _Replay:
         elif not self._index % _CHECKPOINT_EVERY:
             await trio.lowlevel.checkpoint()
         if isinstance(item, BaseException):
-            raise item
+            # The same object may be raised by every replay of a shared script: without the
+            # reset its traceback would grow by these frames each time, and keep them alive.
+            raise item.with_traceback(None)
         return cast("AgentResponseUpdate", item)

@@ -100,7 +100,9 @@ class FunctionChatClient:
         Whatever the function raises propagates from entering the context manager.
 
         Cancellation: an ``async`` function is cancelled where it waits, or the stream stops
-        where it was; the call stays recorded in :attr:`calls` either way.
+        where it was; the call stays recorded in :attr:`calls` either way. A generator the
+        function returned is closed on leaving, read to its end or not (its ``finally`` blocks
+        run then, as a real client's stream is closed when its response is left).
         """
         return self._run(messages, options)
 
@@ -115,7 +117,11 @@ class FunctionChatClient:
         response = self.function(call.messages, call.options)
         if inspect.isawaitable(response):
             response = await response
-        yield _replay_of(response, self.delay)
+        replay = _replay_of(response, self.delay)
+        try:
+            yield replay
+        finally:
+            replay.close()
 
 
 def _replay_of(response: object, delay: float) -> _Replay:
