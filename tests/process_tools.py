@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import trio
 
-from trio_invoke import tool
+from trio_invoke import ApprovalRequiredTool, tool
 
 DEADLINE = 60.0
 """Seconds after which a tool that should have been killed gives up by itself."""
@@ -232,6 +232,15 @@ def decorated(func: Any) -> Any:
 def wrapped_square(x: int) -> int:
     """Square, under another decorator."""
     return x * x
+
+
+@tool(isolation="process")
+def guarded_double(x: int) -> int:
+    """Double; its module-level name is rebound to the approval-requiring wrapper below."""
+    return 2 * x
+
+
+guarded_double = ApprovalRequiredTool(guarded_double)  # type: ignore[assignment]
 
 
 @tool(isolation="process")

@@ -286,6 +286,13 @@ async def test_callables_sent_by_value_or_through_a_class() -> None:
             assert result == (expected if expected is not None else 8), made
 
 
+async def test_a_tool_whose_name_is_rebound_to_a_wrapper_tool_runs() -> None:
+    """``f = ApprovalRequiredTool(f)``: the worker finds the function through the wrapper."""
+    with trio.fail_after(60):
+        assert await pt.guarded_double.execute({"x": 21}) == 42
+    assert _in_worker(Reference(pt.__name__, "guarded_double"), {"x": 2}) == 4
+
+
 async def test_exceptions_come_back_as_they_were_raised() -> None:
     with trio.fail_after(60):
         with pytest.raises(ValueError, match="bad value 42") as info:

@@ -69,7 +69,8 @@ class Reference:
 
     def resolve(self) -> Callable[..., Any]:
         """Import the module and find the function in it, through the ``FunctionTool`` (or any
-        decorator that sets ``__wrapped__``) that the name is bound to by now.
+        decorator that sets ``__wrapped__``, or a wrapper tool that holds it as ``tool``, such
+        as ``f = ApprovalRequiredTool(f)``) that the name is bound to by now.
 
         Raises:
             ImportError, AttributeError: the module or the name is not there.
@@ -86,7 +87,8 @@ class Reference:
             if self._is_the_function(obj, module_name):
                 function: Callable[..., Any] = obj
                 return function
-            obj = getattr(obj, "__wrapped__", None)
+            inner = getattr(obj, "__wrapped__", None)
+            obj = inner if inner is not None else getattr(obj, "tool", None)
             if obj is None:
                 break
         raise LookupError(f"{self.module}.{self.qualname} is {found!r}, not the tool's function")
