@@ -178,6 +178,19 @@ def fail(kind: str) -> None:
     raise AssertionError(kind)
 
 
+def _descend(depth: int) -> int:
+    """Recurse ``depth`` frames down, then raise (a negative depth: until RecursionError)."""
+    if depth == 0:
+        raise ValueError("raised deep down")
+    return _descend(depth - 1)
+
+
+@tool(isolation="process")
+def raise_deep(depth: int) -> int:
+    """Raise from ``depth`` frames down: a traceback too deep to pickle whole."""
+    return _descend(depth)
+
+
 @tool(isolation="process")
 def echo(value: Any) -> Any:
     """Return ``value`` as it came."""

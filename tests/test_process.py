@@ -303,6 +303,21 @@ async def test_exceptions_come_back_as_they_were_raised() -> None:
 
 
 @pytest.mark.parametrize(
+    ("depth", "raised"), [(600, ValueError), (-1, RecursionError)], ids=["deep", "recursion"]
+)
+async def test_exceptions_with_tracebacks_too_deep_to_pickle_still_come_back(
+    depth: int, raised: type[Exception]
+) -> None:
+    """The exception pickles, its traceback of hundreds of frames does not: it comes back
+    without the worker's frames, and a note says so."""
+    with trio.fail_after(60), pytest.raises(raised) as info:
+        await pt.raise_deep.execute({"depth": depth})
+    assert "worker process was too deep to send back" in "".join(info.value.__notes__)
+    if raised is ValueError:
+        assert str(info.value) == "raised deep down"
+
+
+@pytest.mark.parametrize(
     ("kind", "message"),
     [
         ("locked", r"raised LockedError, which cannot be sent back .* '_thread.lock'"),

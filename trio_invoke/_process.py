@@ -311,6 +311,31 @@ def _unsendable(exc: BaseException) -> str | None:
     return None
 
 
+_TOO_DEEP = (
+    "(its traceback in the worker process was too deep to send back, so it comes without "
+    "the worker's frames)"
+)
+
+
+def _without_tracebacks(exc: BaseException) -> BaseException:
+    """``exc`` with the tracebacks of it and of every exception chained to it dropped (a
+    traceback hundreds of frames deep does not pickle: tblib pickles it frame by frame, one
+    level of recursion each), and a note saying so."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        one = todo.pop()
+        if id(one) in seen:
+            continue
+        seen.add(id(one))
+        one.__traceback__ = None
+        todo += [chained for chained in (one.__cause__, one.__context__) if chained is not None]
+        if isinstance(one, BaseExceptionGroup):
+            todo += one.exceptions
+    exc.add_note(_TOO_DEEP)
+    return exc
+
+
 def _load(
     tool_name: str, function: bytes, arguments: bytes
 ) -> tuple[Callable[..., Any], dict[str, Any]] | ToolProcessError:
@@ -345,8 +370,10 @@ def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
     Every failure that would not cross back intact becomes a :class:`ToolProcessError`: an
     exception that does not pickle (raising it would kill the worker), a ``BaseException``
     such as ``SystemExit`` (it would end the parent's run), a result that does not pickle.
-    Exceptions that pickle are raised as they are. Each ``ToolProcessError`` is raised outside
-    the ``except`` block that made it, so that no unpicklable ``__context__`` rides along.
+    Exceptions that pickle are raised as they are (without the worker's frames when only
+    their traceback is too deep to pickle, with a note saying so). Each ``ToolProcessError``
+    is raised outside the ``except`` block that made it, so that no unpicklable
+    ``__context__`` rides along.
     """
     loaded = _load(tool_name, function, arguments)
     if isinstance(loaded, ToolProcessError):
@@ -358,6 +385,8 @@ def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
     except Exception as exc:
         why = _unsendable(exc)
         if why is None:
+            raise
+        if _unsendable(_without_tracebacks(exc)) is None:  # it was only too deep a traceback
             raise
         failure = ToolProcessError(
             f"tool {tool_name!r} raised {type(exc).__qualname__}, which cannot be sent back "
