@@ -190,6 +190,20 @@ def test_a_function_of_an_interactive_session_fails_at_decoration(
         tool(isolation="process")(func)
 
 
+def test_a_function_of_a_program_read_from_stdin_fails_at_decoration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``python - < agent.py``: ``__main__.__file__`` is ``"<stdin>"``, no file a worker can
+    import (every worker would die at its start)."""
+    main = types.ModuleType("__main__")
+    main.__file__ = "<stdin>"
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    func = types.FunctionType(_interactive_function.__code__, vars(main), "from_stdin")
+    func.__annotations__ = {"x": int}
+    with pytest.raises(ToolDefinitionError, match=r"interactive session .*'<stdin>'"):
+        tool(isolation="process")(func)
+
+
 def test_a_function_of_no_imported_module_fails_at_decoration() -> None:
     namespace: dict[str, Any] = {"__name__": "not_a_module"}
     exec("def made(x: int) -> int:\n    return x\n", namespace)

@@ -132,11 +132,15 @@ def _reference(func: Callable[..., Any]) -> Reference:
             f"its module {module!r} is not an imported module, so it cannot be pickled by "
             "reference; define it in a module a worker process can import",
         )
-    if module == "__main__" and not getattr(loaded, "__file__", None):
+    main_file = getattr(loaded, "__file__", None)
+    # No file (a REPL, python -c) or a pseudo-file such as "<stdin>" (python - < script.py).
+    if module == "__main__" and (not isinstance(main_file, str) or main_file[:1] in ("", "<")):
+        where = f" (its __file__ is {main_file!r})" if main_file else ""
         raise _cannot_send(
             func,
-            "it is defined in an interactive session (or python -c), whose __main__ a worker "
-            "process cannot import, so it cannot be pickled; define it in a module file",
+            f"it is defined in an interactive session (or python -c, or a program read from "
+            f"standard input){where}, whose __main__ a worker process cannot import, so it "
+            "cannot be pickled; define it in a module file",
         )
     return Reference(module, qualname)
 
