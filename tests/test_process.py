@@ -307,6 +307,24 @@ async def test_a_tool_whose_name_is_rebound_to_a_wrapper_tool_runs() -> None:
     assert _in_worker(Reference(pt.__name__, "guarded_double"), {"x": 2}) == 4
 
 
+async def test_a_function_under_functools_cache_runs() -> None:
+    """``@tool(isolation="process") @functools.cache``: the cache's wrapper pickles by a name
+    that is bound to the tool, so it goes by reference as a plain function does."""
+    with trio.fail_after(60):
+        result = await pt.cached_cube.execute({"x": 3})
+        assert result["cube"] == 27
+        assert result["pid"] != os.getpid()
+        assert await pt.lru_negate.execute({"x": 4}) == -4
+    found = Reference(pt.__name__, "cached_cube").resolve()
+    assert found is pt.cached_cube.func  # the cache itself, not the function under it
+
+    def local(x: int) -> int:
+        return x
+
+    with pytest.raises(ToolDefinitionError, match="defined inside another function"):
+        tool(isolation="process")(functools.cache(local))
+
+
 async def test_exceptions_come_back_as_they_were_raised() -> None:
     with trio.fail_after(60):
         with pytest.raises(ValueError, match="bad value 42") as info:

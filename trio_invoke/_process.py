@@ -5,9 +5,10 @@ started with the ``spawn`` method, and killed when a call is cancelled or times 
 (``kill_on_cancel=True``), so nothing of a cancelled call keeps running. Everything that crosses
 between the processes is pickled with the standard :mod:`pickle`:
 
-* the function, **by reference** for a plain function or a class (its module and qualified
-  name: the worker imports the module, which may run ``@tool`` again there, and takes the
-  function out of the ``FunctionTool`` it finds), else **by value** (a bound method, a
+* the function, **by reference** for a plain function, a class or a decorator's wrapper that
+  pickles by its name such as ``functools.cache``'s (its module and qualified name: the worker
+  imports the module, which may run ``@tool`` again there, and takes the function out of the
+  ``FunctionTool`` it finds), else **by value** (a bound method, a
   ``functools.partial``, a callable object), pickled on every call;
 * the arguments (JSON values, and members of the Enum types the parameters name);
 * the result, or the exception the function raised.
@@ -94,8 +95,10 @@ class Reference:
         raise LookupError(f"{self.module}.{self.qualname} is {found!r}, not the tool's function")
 
     def _is_the_function(self, obj: object, module_name: str) -> bool:
+        # Any callable with the name: a function, a class, a decorator's wrapper such as
+        # functools.cache's (a tool itself has no __qualname__, so it is looked through).
         return (
-            (inspect.isfunction(obj) or isinstance(obj, type))
+            callable(obj)
             and getattr(obj, "__module__", None) in (self.module, module_name)
             and getattr(obj, "__qualname__", None) == self.qualname
         )
@@ -143,6 +146,19 @@ def _reference(func: Callable[..., Any]) -> Reference:
             "cannot be pickled; define it in a module file",
         )
     return Reference(module, qualname)
+
+
+def _by_name(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` is a decorator's wrapper that pickles by its qualified name (as
+    ``functools.cache``'s does): under ``@tool`` that name is bound to the tool, not to the
+    wrapper, so it must go by reference, as a plain function does."""
+    if not hasattr(func, "__wrapped__"):
+        return False
+    try:
+        reduced = func.__reduce_ex__(_PROTOCOL)
+    except Exception:
+        return False
+    return isinstance(reduced, str)
 
 
 def _check_pickles(func: Callable[..., Any]) -> None:
@@ -214,7 +230,7 @@ class ProcessTarget:
             ToolDefinitionError: it cannot (a lambda, a local function, an unpicklable
                 callable); the message says why.
         """
-        if inspect.isfunction(function) or isinstance(function, type):
+        if inspect.isfunction(function) or isinstance(function, type) or _by_name(function):
             reference = _reference(function)
             return cls(function, reference, pickle.dumps(reference, _PROTOCOL))
         _check_pickles(function)
