@@ -257,20 +257,6 @@ guarded_double = ApprovalRequiredTool(guarded_double)  # type: ignore[assignment
 
 
 @tool(isolation="process")
-@functools.cache
-def cached_cube(x: int) -> dict[str, int]:
-    """Cube, under functools.cache (a wrapper that pickles by its qualified name)."""
-    return {"cube": x**3, "pid": os.getpid()}
-
-
-@tool(isolation="process")
-@functools.lru_cache(maxsize=8)
-def lru_negate(x: int) -> int:
-    """Negate, under functools.lru_cache."""
-    return -x
-
-
-@tool(isolation="process")
 def cpu_work(n: int) -> int:
     """A fixed amount of CPU-bound work: ``n`` iterations of arithmetic."""
     total = 0

@@ -310,13 +310,15 @@ async def test_a_tool_whose_name_is_rebound_to_a_wrapper_tool_runs() -> None:
 async def test_a_function_under_functools_cache_runs() -> None:
     """``@tool(isolation="process") @functools.cache``: the cache's wrapper pickles by a name
     that is bound to the tool, so it goes by reference as a plain function does."""
+    import process_tools_cached as cached
+
     with trio.fail_after(60):
-        result = await pt.cached_cube.execute({"x": 3})
+        result = await cached.cached_cube.execute({"x": 3})
         assert result["cube"] == 27
         assert result["pid"] != os.getpid()
-        assert await pt.lru_negate.execute({"x": 4}) == -4
-    found = Reference(pt.__name__, "cached_cube").resolve()
-    assert found is pt.cached_cube.func  # the cache itself, not the function under it
+        assert await cached.lru_negate.execute({"x": 4}) == -4
+    found = Reference(cached.__name__, "cached_cube").resolve()
+    assert found is cached.cached_cube.func  # the cache itself, not the function under it
 
     def local(x: int) -> int:
         return x
