@@ -186,9 +186,16 @@ def _descend(depth: int) -> int:
 
 
 @tool(isolation="process")
-def raise_deep(depth: int) -> int:
-    """Raise from ``depth`` frames down: a traceback too deep to pickle whole."""
-    return _descend(depth)
+def raise_deep(depth: int, group: bool = False) -> int:
+    """Raise from ``depth`` frames down: a traceback too deep to pickle whole (``group``: that
+    exception twice in an ExceptionGroup)."""
+    if not group:
+        return _descend(depth)
+    try:
+        _descend(depth)
+    except ValueError as exc:
+        raise ExceptionGroup("twice", [exc, exc]) from None
+    raise AssertionError("not raised")
 
 
 @tool(isolation="process")

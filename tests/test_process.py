@@ -136,6 +136,18 @@ def _interactive_function(x: int) -> int:
     return x
 
 
+class RefusesToReduce:
+    """A decorator's wrapper (it has ``__wrapped__``) whose ``__reduce_ex__`` raises."""
+
+    __wrapped__ = staticmethod(_interactive_function)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("no reducing this")
+
+    def __call__(self, x: int) -> int:
+        return x
+
+
 def _unsendable_cases() -> list[tuple[str, Any, str]]:
     """(case, callable, what the message must say)."""
     outer = 3
@@ -165,6 +177,7 @@ def _unsendable_cases() -> list[tuple[str, Any, str]]:
         ("callable object, unpicklable", HoldsALock(), "does not pickle"),
         ("partial of a local function", functools.partial(local, x=1), "does not pickle"),
         ("partial of a lambda", functools.partial(lam, x=1), "does not pickle"),
+        ("wrapper that cannot reduce", RefusesToReduce(), "no reducing this"),
     ]
 
 
@@ -635,6 +648,18 @@ def test_the_worker_side_turns_what_cannot_cross_into_tool_process_errors() -> N
         _in_worker(fail, {"kind": "value"})
     with pytest.raises(ToolProcessError, match="cannot unpickle the arguments of tool 't'"):
         run_in_worker("t", pickle.dumps(Reference(pt.__name__, "add")), b"not a pickle")
+
+
+def test_the_worker_side_drops_tracebacks_too_deep_to_pickle() -> None:
+    raise_deep = Reference(pt.__name__, "raise_deep")
+    with pytest.raises(ValueError, match="raised deep down") as info:
+        _in_worker(raise_deep, {"depth": 600})
+    assert "too deep to send back" in info.value.__notes__[0]
+    pickle.dumps(info.value)
+    with pytest.raises(ExceptionGroup) as group:
+        _in_worker(raise_deep, {"depth": 600, "group": True})
+    assert [e.__traceback__ for e in group.value.exceptions] == [None, None]
+    pickle.dumps(group.value)
 
 
 def test_a_function_with_no_module_fails_at_decoration() -> None:
