@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import trio
 
-from trio_invoke import ApprovalRequiredTool, tool
+from trio_invoke import ApprovalRequiredTool, StopLoop, ToolError, tool
 
 DEADLINE = 60.0
 """Seconds after which a tool that should have been killed gives up by itself."""
@@ -171,6 +171,18 @@ def fail(kind: str) -> None:
             raise LockedError
         except LockedError as exc:
             raise ValueError("with an unpicklable cause") from exc
+    if kind == "tool_error_locked_cause":
+        try:
+            raise LockedError
+        except LockedError as exc:
+            raise ToolError("lookup failed: try another key") from exc
+    if kind == "stop_locked_context":
+        try:
+            raise LockedError
+        except LockedError:
+            raise StopLoop("gave up") from None
+    if kind == "stop_locked_result":
+        raise StopLoop(threading.Lock())
     if kind == "exit":
         raise SystemExit(4)
     if kind == "interrupt":

@@ -350,6 +350,37 @@ async def test_exceptions_come_back_as_they_were_raised() -> None:
 
 
 @pytest.mark.parametrize(
+    ("kind", "result", "stops"),
+    [
+        ("tool_error_locked_cause", "Error: lookup failed: try another key", False),
+        ("stop_locked_context", "gave up", True),
+    ],
+)
+async def test_tool_error_and_stop_loop_keep_their_meaning_when_their_chain_does_not_pickle(
+    kind: str, result: str, stops: bool
+) -> None:
+    """A ``ToolError`` (its message is the result) or a ``StopLoop`` (it stops the loop) raised
+    from an exception that does not pickle comes back without that cause or context."""
+    script = calls(("fail", {"kind": kind}))
+    client = FunctionInvokingChatClient(ScriptedChatClient(script), [pt.fail])
+    with trio.fail_after(60):
+        updates, messages = await run_all(client)
+    called = [u for u in updates if isinstance(u, ToolCalled)]
+    assert [c.result for c in called] == [result]
+    exception = called[0].exception
+    assert exception is not None
+    assert exception.__cause__ is None
+    assert "its cause and context" in "".join(exception.__notes__)
+    assert (messages[-1].content == "done") is not stops  # a stop ends it before the model
+    assert updates[-1] == Finish(FinishReason.STOP)
+
+
+async def test_a_stop_loop_whose_result_does_not_pickle_is_an_error() -> None:
+    with trio.fail_after(60), pytest.raises(ToolProcessError, match="raised StopLoop, which"):
+        await pt.fail.execute({"kind": "stop_locked_result"})
+
+
+@pytest.mark.parametrize(
     ("depth", "raised"), [(600, ValueError), (-1, RecursionError)], ids=["deep", "recursion"]
 )
 async def test_exceptions_with_tracebacks_too_deep_to_pickle_still_come_back(

@@ -38,7 +38,7 @@ from typing import Any
 import attrs
 import trio
 
-from ._exceptions import ToolDefinitionError, ToolProcessError
+from ._exceptions import StopLoop, ToolDefinitionError, ToolError, ToolProcessError
 from ._schema import _hints_source
 
 __all__ = ["ProcessTarget", "Reference", "import_trio_parallel", "run_in_worker"]
@@ -335,12 +335,16 @@ _TOO_DEEP = (
     "(its traceback in the worker process was too deep to send back, so it comes without "
     "the worker's frames)"
 )
+_NO_CHAIN = (
+    "(its cause and context in the worker process did not pickle, so it comes without them "
+    "and without the worker's frames)"
+)
 
 
-def _without_tracebacks(exc: BaseException) -> BaseException:
-    """``exc`` with the tracebacks of it and of every exception chained to it dropped (a
-    traceback hundreds of frames deep does not pickle: tblib pickles it frame by frame, one
-    level of recursion each), and a note saying so."""
+def _drop_tracebacks(exc: BaseException) -> None:
+    """Drop the tracebacks of ``exc`` and of every exception chained to it (a traceback
+    hundreds of frames deep does not pickle: tblib pickles it frame by frame, one level of
+    recursion each)."""
     seen: set[int] = set()
     todo = [exc]
     while todo:
@@ -352,8 +356,24 @@ def _without_tracebacks(exc: BaseException) -> BaseException:
         todo += [chained for chained in (one.__cause__, one.__context__) if chained is not None]
         if isinstance(one, BaseExceptionGroup):
             todo += one.exceptions
-    exc.add_note(_TOO_DEEP)
-    return exc
+
+
+def _sendable(exc: Exception) -> bool:
+    """Make ``exc`` sendable, if it can be without changing what it means, with a note.
+
+    First without the worker's tracebacks; then, for a ``ToolError`` (its message is the
+    call's result) or a ``StopLoop`` (it stops the loop), also without its cause and context.
+    """
+    _drop_tracebacks(exc)
+    if _unsendable(exc) is None:
+        exc.add_note(_TOO_DEEP)
+        return True
+    if isinstance(exc, ToolError | StopLoop):
+        exc.__cause__ = exc.__context__ = None
+        if _unsendable(exc) is None:
+            exc.add_note(_NO_CHAIN)
+            return True
+    return False
 
 
 def _load(
@@ -391,7 +411,8 @@ def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
     exception that does not pickle (raising it would kill the worker), a ``BaseException``
     such as ``SystemExit`` (it would end the parent's run), a result that does not pickle.
     Exceptions that pickle are raised as they are (without the worker's frames when only
-    their traceback is too deep to pickle, with a note saying so). Each ``ToolProcessError``
+    their traceback is too deep to pickle; a ``ToolError`` or ``StopLoop`` also without a
+    cause or context that does not pickle; a note says so). Each ``ToolProcessError``
     is raised outside the ``except`` block that made it, so that no unpicklable
     ``__context__`` rides along.
     """
@@ -406,7 +427,7 @@ def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
         why = _unsendable(exc)
         if why is None:
             raise
-        if _unsendable(_without_tracebacks(exc)) is None:  # it was only too deep a traceback
+        if _sendable(exc):
             raise
         failure = ToolProcessError(
             f"tool {tool_name!r} raised {type(exc).__qualname__}, which cannot be sent back "
