@@ -37,6 +37,7 @@ from trio_invoke import (
     ToolCalled,
     ToolCallEnd,
     ToolDefinitionError,
+    ToolError,
     ToolProcessError,
     ToolTimeoutError,
     tool,
@@ -677,6 +678,11 @@ def test_the_worker_side_turns_what_cannot_cross_into_tool_process_errors() -> N
     assert info.value.__context__ is None  # nothing unpicklable rides along
     with pytest.raises(ValueError, match="bad value 42"):
         _in_worker(fail, {"kind": "value"})
+    with pytest.raises(ToolError, match="lookup failed") as tool_error:
+        _in_worker(fail, {"kind": "tool_error_locked_cause"})
+    assert tool_error.value.__cause__ is None
+    with pytest.raises(ToolProcessError, match="raised StopLoop, which cannot be sent back"):
+        _in_worker(fail, {"kind": "stop_locked_result"})
     with pytest.raises(ToolProcessError, match="cannot unpickle the arguments of tool 't'"):
         run_in_worker("t", pickle.dumps(Reference(pt.__name__, "add")), b"not a pickle")
 
