@@ -123,3 +123,17 @@ async def test_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     assert code == 0, f"README.md line {block.line} failed:\n{out}\n{err}"
     if block.output is not None:
         assert out == block.output, f"README.md line {block.line} printed something else"
+
+
+def test_every_install_command_installs_trio_invoke_from_a_checkout_or_git() -> None:
+    """trio_invoke is not on PyPI: a ```sh line that installs it by name alone cannot work."""
+    text = README.read_text(encoding="utf-8")
+    installs = [
+        command.split("&&", 1)[0]
+        for block in re.findall(r"```sh\n(.*?)```", text, re.S)
+        for line in block.splitlines()
+        for command in re.findall(r"pip install (.*)", line.split("#", 1)[0])
+    ]
+    assert len(installs) >= 5
+    from_pypi = [c for c in installs if re.search(r"trio[-_]invoke", c) and "@ git+" not in c]
+    assert from_pypi == [], "README.md installs trio_invoke from PyPI, where it is not"

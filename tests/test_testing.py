@@ -143,7 +143,11 @@ def test_a_strategy_without_hypothesis_names_the_extra(monkeypatch: pytest.Monke
     monkeypatch.setitem(sys.modules, "hypothesis", None)  # import hypothesis -> ImportError
     monkeypatch.delitem(sys.modules, "trio_invoke.testing._strategies", raising=False)
     monkeypatch.delattr(trio_invoke.testing, "tool_arguments", raising=False)
-    with pytest.raises(ImportError, match=r'tool_arguments needs .* "trio_invoke\[testing\]"$'):
+    with pytest.raises(
+        ImportError,
+        match=r'tool_arguments needs .* "trio_invoke\[testing\]" '
+        r'\(from a checkout: pip install "\.\[testing\]"\)$',
+    ):
         from trio_invoke.testing import tool_arguments  # noqa: F401
 
 
@@ -181,5 +185,5 @@ def test_the_kit_works_without_hypothesis_and_strategies_name_the_extra() -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
         "trio_invoke.testing.json_values needs Hypothesis, which is not installed: "
-        'pip install "trio_invoke[testing]"\n'
+        'pip install "trio_invoke[testing]" (from a checkout: pip install ".[testing]")\n'
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import typing
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Final, TypeAlias, cast
 
 import attrs
@@ -14,6 +14,7 @@ import trio.lowlevel
 
 from ._exceptions import ConfigurationError, ScriptExhaustedError
 from ._messages import ChatMessage, FinishReason
+from ._once import entered_once
 from ._options import RunOptions
 from ._updates import AgentResponseUpdate, Finish, TextDelta
 
@@ -152,17 +153,26 @@ class ScriptedChatClient:
     calls: list[ScriptedCall] = attrs.field(factory=list, init=False)
     """One record per call so far, in order."""
 
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[AgentResponseUpdate]]:
         """Replay the next scripted response.
 
         Raises:
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                model call: call ``run()`` again).
             ScriptExhaustedError: every scripted response has been used.
 
         Cancellation: the replay stops where it was; the call stays recorded in :attr:`calls`.
         """
+        return self._run(messages, options)
+
+    @entered_once
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """The generator behind :meth:`run`."""
         index = len(self.calls)
         self.calls.append(ScriptedCall(tuple(messages), options or RunOptions()))
         if index >= len(self.responses):
