@@ -190,19 +190,25 @@ def fail(kind: str) -> None:
     raise AssertionError(kind)
 
 
-def _descend(depth: int) -> int:
+def _descend(depth: int, locked: bool = False) -> int:
     """Recurse ``depth`` frames down, then raise (a negative depth: until RecursionError)."""
+    if depth == 0 and locked:
+        try:
+            raise LockedError
+        except LockedError:
+            raise ValueError("raised deep down, handling a LockedError") from None
     if depth == 0:
         raise ValueError("raised deep down")
-    return _descend(depth - 1)
+    return _descend(depth - 1, locked)
 
 
 @tool(isolation="process")
-def raise_deep(depth: int, group: bool = False) -> int:
+def raise_deep(depth: int, group: bool = False, locked: bool = False) -> int:
     """Raise from ``depth`` frames down: a traceback too deep to pickle whole (``group``: that
-    exception twice in an ExceptionGroup)."""
+    exception twice in an ExceptionGroup; ``locked``: while handling a ``LockedError``, which
+    does not pickle, so that its context does not pickle either)."""
     if not group:
-        return _descend(depth)
+        return _descend(depth, locked)
     try:
         _descend(depth)
     except ValueError as exc:

@@ -697,6 +697,9 @@ def test_the_worker_side_drops_tracebacks_too_deep_to_pickle() -> None:
         _in_worker(raise_deep, {"depth": 600, "group": True})
     assert [e.__traceback__ for e in group.value.exceptions] == [None, None]
     pickle.dumps(group.value)
+    # What does not pickle without its traceback either: the message names what does not.
+    with pytest.raises(ToolProcessError, match=r"raised ValueError, which .*'_thread.lock'"):
+        _in_worker(raise_deep, {"depth": 600, "locked": True})
 
 
 def test_a_function_with_no_module_fails_at_decoration() -> None:

@@ -358,22 +358,24 @@ def _drop_tracebacks(exc: BaseException) -> None:
             todo += one.exceptions
 
 
-def _sendable(exc: Exception) -> bool:
-    """Make ``exc`` sendable, if it can be without changing what it means, with a note.
+def _make_sendable(exc: Exception) -> str | None:
+    """Make ``exc`` sendable, if it can be without changing what it means, with a note; else
+    why it cannot be sent even so.
 
     First without the worker's tracebacks; then, for a ``ToolError`` (its message is the
     call's result) or a ``StopLoop`` (it stops the loop), also without its cause and context.
     """
     _drop_tracebacks(exc)
-    if _unsendable(exc) is None:
+    why = _unsendable(exc)
+    if why is None:
         exc.add_note(_TOO_DEEP)
-        return True
+        return None
     if isinstance(exc, ToolError | StopLoop):
         exc.__cause__ = exc.__context__ = None
-        if _unsendable(exc) is None:
+        why = _unsendable(exc)
+        if why is None:
             exc.add_note(_NO_CHAIN)
-            return True
-    return False
+    return why
 
 
 def _load(
@@ -424,10 +426,10 @@ def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
     try:
         result = func(**kwargs)
     except Exception as exc:
-        why = _unsendable(exc)
-        if why is None:
+        if _unsendable(exc) is None:
             raise
-        if _sendable(exc):
+        why = _make_sendable(exc)  # why it cannot be sent without the tracebacks either
+        if why is None:
             raise
         failure = ToolProcessError(
             f"tool {tool_name!r} raised {type(exc).__qualname__}, which cannot be sent back "
