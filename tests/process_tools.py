@@ -294,3 +294,9 @@ def cpu_work(n: int) -> int:
 def cpu_work_in_thread(n: int) -> int:
     """The same work, in a worker thread."""
     return cpu_work.func(n)
+
+
+def triple(x: int) -> Unresolved:  # type: ignore[name-defined]  # noqa: F821 -- on purpose
+    """Triple a number; the return annotation names nothing (as one imported under
+    TYPE_CHECKING)."""
+    return 3 * x

@@ -289,6 +289,13 @@ def test_invalid_tool_names() -> None:
     assert tool(name="ok-name_2")(lambda: None).name == "ok-name_2"
 
 
+@pytest.mark.parametrize("name", ["add\n", "a" * 64 + "\n", ""])
+def test_a_name_with_a_trailing_newline_is_refused_at_decoration(name: str) -> None:
+    # As the client refuses it: the whole name must match, "$" alone would let "\n" through.
+    with pytest.raises(ToolDefinitionError, match="must match"):
+        tool(name=name)(add.func)
+
+
 def test_unsupported_parameter_fails_at_decoration() -> None:
     with pytest.raises(
         ToolDefinitionError,

@@ -748,3 +748,10 @@ async def test_a_cache_scope_around_the_run_chooses_the_workers() -> None:
     inside = {first.messages[1].content, second.messages[1].content}
     assert len(inside) == 1  # one worker of the scope's own, reused
     assert str(outside) not in inside  # not the default context's worker
+
+
+async def test_a_return_annotation_that_does_not_resolve_is_no_reason_to_refuse() -> None:
+    triple = tool(isolation="process")(pt.triple)
+    assert triple.parameters["required"] == ["x"]
+    with trio.fail_after(60):
+        assert await triple.execute({"x": 2.0}) == 6

@@ -39,7 +39,7 @@ import attrs
 import trio
 
 from ._exceptions import StopLoop, ToolDefinitionError, ToolError, ToolProcessError
-from ._schema import _hints_source
+from ._schema import _hints_source, parameter_hints
 
 __all__ = ["ProcessTarget", "Reference", "import_trio_parallel", "run_in_worker"]
 
@@ -176,7 +176,7 @@ def _enum_types(annotation: object) -> list[type]:
 
 def _check_enum_parameters(func: Callable[..., Any]) -> None:
     """Members of the Enum types of the parameters are pickled by reference to their class."""
-    hints = typing.get_type_hints(_hints_source(func), include_extras=True)
+    hints = parameter_hints(_hints_source(func))
     for name, annotation in hints.items():
         if name == "return":
             continue
