@@ -947,6 +947,28 @@ async def wait_until_unavailable(server: MCPServer) -> None:
         await trio.sleep(0.02)
 
 
+# -- text and bytes that are not valid ---------------------------------------------------------
+
+
+async def test_arguments_with_lone_surrogates_do_not_end_the_connection(make_server: Any) -> None:
+    # A model's arguments may hold half of a surrogate pair (an emoji cut in two): it reaches
+    # the server as U+FFFD, as on every wire trio_invoke writes, and the connection goes on.
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(ToolCall("half", "echo", '{"text": "cut \\ud83d"}')),
+            calls_response(("next", "add", {"a": 1, "b": 2})),
+            answer(),
+        ]
+    )
+    with trio.fail_after(ENTER):
+        async with make_server() as server:
+            result = await run_to_completion(FunctionInvokingChatClient(model, server.tools), USER)
+            assert server.available
+    results = called(result.updates)
+    assert results["half"].result == "cut \ufffd"
+    assert results["next"].result == "3"
+
+
 # -- tool list changes --------------------------------------------------------------------------
 
 

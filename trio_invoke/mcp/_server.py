@@ -40,6 +40,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._exceptions import ConfigurationError, ToolDefinitionError, TrioInvokeError
 from .._loop._channels import reraise_single
+from .._text import wire_json
 from .._validate import compile_validator
 from ._errors import MCPConnectionError, MCPInitTimeoutError, MCPTimeoutError, MCPToolError
 from ._names import model_names
@@ -863,9 +864,12 @@ class MCPServer:
             reason = self._lost or "it is not connected"
             raise self._error(tool, f"MCP server {self.name!r} is not available: {reason}")
         timeout = self.timeout
+        # Lone surrogates (half an emoji from the model) as U+FFFD, as on every wire of ours:
+        # the SDK's transports cannot encode them, and that would end the whole connection.
+        sendable = wire_json(arguments)
         try:
             with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
-                result = await client.call_tool(tool.remote_name, arguments)
+                result = await client.call_tool(tool.remote_name, sendable)
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 # The connection is gone: a stdio server's output ended (already recorded), or an
