@@ -12,7 +12,9 @@ an input schema whose regex does not compile; ``--cursor-loop`` (with ``--page-s
 every page with the same next cursor. Over HTTP, ``--no-get`` answers every GET with 404 (a
 router with no GET for the endpoint, as an Express app with only ``app.post('/mcp')``), and
 ``--not-found-tool NAME`` answers a call of tool NAME with 404 and a JSON-RPC "method not
-found" error (as a gateway in front of the server might).
+found" error (as a gateway in front of the server might). Over stdio, ``--wire`` adds tools
+that write onto the protocol stream itself, past the SDK: ``wire_bytes`` (any bytes, then a
+normal answer) and ``wire_answer`` (its own answer as the given JSON text, then it waits).
 """
 
 from __future__ import annotations
@@ -211,6 +213,24 @@ def build(args: argparse.Namespace) -> MCPServer:
         time.sleep(seconds)
         return "unblocked"
 
+    if args.wire:
+        wire: int = os.dup(1)  # the protocol stream (the SDK moves stdout away from it)
+
+        @server.tool()
+        def wire_bytes(data_hex: str) -> str:
+            """Writes these bytes onto the protocol stream, then answers."""
+            os.write(wire, bytes.fromhex(data_hex))
+            return "written"
+
+        @server.tool()
+        async def wire_answer(template: str, ctx: Context) -> str:
+            """Writes ``template`` with ``{id}`` replaced by this call's request id as its
+            answer, then waits (a server that sent an answer the client cannot read)."""
+            line = template.replace("{id}", json.dumps(ctx.request_id)) + "\n"
+            os.write(wire, line.encode("utf-8", "surrogatepass"))
+            await anyio.sleep_forever()
+            return "never"
+
     for i in range(args.extra_tools):
         server.add_tool(lambda i=i: f"tool {i}", name=f"tool_{i}", description=f"Extra tool {i}.")
     if args.odd_names:
@@ -234,6 +254,7 @@ def main() -> None:
     parser.add_argument("--cursor-loop", action="store_true")
     parser.add_argument("--no-get", action="store_true")
     parser.add_argument("--not-found-tool", default=None, metavar="NAME")
+    parser.add_argument("--wire", action="store_true")
     args = parser.parse_args()
     server = build(args)
     if args.http is None:

@@ -969,6 +969,19 @@ async def test_arguments_with_lone_surrogates_do_not_end_the_connection(make_ser
     assert results["next"].result == "3"
 
 
+async def test_bytes_on_stdout_that_are_not_utf8_do_not_end_the_connection(log: Log) -> None:
+    # A stdio server that prints bytes that are not UTF-8: the line is not a message (the SDK
+    # logs it), and every later answer is still read.
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--wire", timeout=None) as server:
+            tools = by_remote(server)
+            with trio.fail_after(10):
+                junk = b"\xff\xfe not utf-8 \xc3\n".hex()
+                assert await tools["wire_bytes"].execute({"data_hex": junk}) == "written"
+                assert await tools["echo"].execute({"text": "still here"}) == "still here"
+            assert server.available
+
+
 # -- tool list changes --------------------------------------------------------------------------
 
 

@@ -181,6 +181,10 @@ class _Stdio:
             args=list(self.args),
             env=dict(self.env) if self.env is not None else None,
             cwd=os.fspath(self.cwd) if self.cwd is not None else None,
+            # Bytes that are not UTF-8 on the server's stdout become U+FFFD in a line that is
+            # not a message (the SDK logs and skips it); "strict" stops the SDK's reader for
+            # good, and every later answer would be waited for in vain.
+            encoding_error_handler="replace",
         )
         return stdio_client(parameters)
 
