@@ -982,6 +982,46 @@ async def test_bytes_on_stdout_that_are_not_utf8_do_not_end_the_connection(log: 
             assert server.available
 
 
+@pytest.mark.parametrize(
+    "answer_line",
+    [
+        '{"jsonrpc": "2.0", "id": {id}, "result": null}',
+        '{"jsonrpc": "2.0", "id": {id}, "result": [1, 2]}',
+        '{"jsonrpc": "2.0", "id": {id}, "error": "no"}',
+        '{"jsonrpc": "2.0", "id": {id}, "error": {"message": "no code"}}',
+        '{"jsonrpc": "1.0", "id": {id}, "result": {"content": []}}',
+    ],
+)
+async def test_an_answer_over_stdio_that_cannot_be_read_is_that_calls_error(
+    log: Log, answer_line: str
+) -> None:
+    # The answer names its call but is not a valid response: that call gets an error result
+    # at once (as over HTTP), not a wait for an answer that never comes.
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--wire", timeout=None) as server:
+            tools = by_remote(server)
+            with trio.fail_after(10), pytest.raises(MCPToolError) as caught:
+                await tools["wire_answer"].execute({"template": answer_line})
+            assert caught.value.code == mcp_types.PARSE_ERROR
+            assert "could not be read" in str(caught.value)
+            assert server.available
+            assert await tools["add"].execute({"a": 1, "b": 2}) == "3"
+
+
+async def test_an_answer_over_stdio_with_a_lone_surrogate_escape_is_read(log: Log) -> None:
+    # JSON.stringify writes half a surrogate pair as "\\ud83d", which the SDK's parser refuses;
+    # the answer is still the call's result (the loop sends it on as U+FFFD).
+    cut = '"cut \\ud83d"'
+    result = '{"content": [{"type": "text", "text": CUT}], "structuredContent": {"result": CUT}'
+    line = '{"jsonrpc": "2.0", "id": {id}, "result": ' + result.replace("CUT", cut)
+    line += ', "resultType": "complete"}}'
+    with trio.fail_after(ENTER):
+        async with stdio(log, "--wire", timeout=None) as server:
+            with trio.fail_after(10):
+                text = await by_remote(server)["wire_answer"].execute({"template": line})
+    assert text == "cut \ud83d"  # one code point: the half pair as it came
+
+
 # -- tool list changes --------------------------------------------------------------------------
 
 

@@ -30,6 +30,7 @@ import anyio
 import attrs
 import httpx2
 import mcp_types
+import pydantic
 import trio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -61,6 +62,8 @@ _SESSION_ENDED: Final = (
 )
 """Why an HTTP server is lost when it no longer knows the session."""
 _PERMISSIVE: Final[Mapping[str, Any]] = {"type": "object"}
+_UNREADABLE: Final = "the answer could not be read: "
+"""How :func:`_readable`'s parse errors begin (the server sent them in no form we could read)."""
 
 _log = logging.getLogger("trio_invoke.mcp")
 
@@ -276,6 +279,8 @@ class _WatchedStream:
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end()
             raise
+        if isinstance(item, pydantic.ValidationError):
+            return _readable(item)
         return item
 
     def __aiter__(self) -> _WatchedStream:
@@ -295,6 +300,50 @@ class _WatchedStream:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _readable(exc: pydantic.ValidationError) -> SessionMessage | Exception:
+    """A line the SDK's stdio transport could not parse, as the answer it was meant to be.
+
+    The SDK hands the session such a line as an exception that names no request, so a call
+    whose answer it was would wait for an answer that never comes. An answer that names its
+    request is read with Python's own JSON parser (which takes ``"\\ud83d"``, half a
+    surrogate pair, as JavaScript's ``JSON.stringify`` writes it) and becomes that call's
+    result, or, when it is no valid response, that call's JSON-RPC parse error (as the SDK's
+    HTTP transport does). Anything else is left as it is (the SDK logs and skips it).
+    """
+    raw: Any = None
+    for error in exc.errors(include_url=False):
+        value = error.get("input")
+        if error["type"] == "json_invalid" and isinstance(value, str):
+            try:
+                raw = json.loads(value)
+            except (ValueError, RecursionError):
+                return exc
+            break
+        if error["type"] == "missing" and len(error["loc"]) == 2 and isinstance(value, dict):
+            raw = value  # the whole message (one of its top-level fields is missing)
+            break
+    if not isinstance(raw, dict) or ("result" not in raw and "error" not in raw):
+        return exc
+    request_id = raw.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return exc
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except (ValueError, RecursionError) as again:
+        kind = "JSONRPCResponse" if "result" in raw else "JSONRPCError"
+        problems = [
+            f"{'.'.join(map(str, error['loc'][1:]))}: {error['msg']}"
+            for error in (again.errors() if isinstance(again, pydantic.ValidationError) else ())
+            if error["loc"][:1] == (kind,)
+        ]
+        error_data = mcp_types.ErrorData(
+            code=mcp_types.PARSE_ERROR,
+            message=_UNREADABLE + ("; ".join(problems) or _summary(again)),
+        )
+        message = mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error_data)
+    return SessionMessage(message)
 
 
 @contextlib.asynccontextmanager
@@ -888,6 +937,13 @@ class MCPServer:
                     tool,
                     f"the connection to MCP server {self.name!r} ended while the call was "
                     f"running: {reason}",
+                    exc.code,
+                ) from exc
+            if exc.code == mcp_types.PARSE_ERROR and exc.message.startswith(_UNREADABLE):
+                raise self._error(
+                    tool,
+                    f"MCP server {self.name!r} sent an answer for {tool.remote_name!r} that "
+                    f"could not be read: {exc.message.removeprefix(_UNREADABLE)}",
                     exc.code,
                 ) from exc
             if self._lost == _SESSION_ENDED:  # the server refused the call: not run
