@@ -12,7 +12,9 @@ an input schema whose regex does not compile; ``--cursor-loop`` (with ``--page-s
 every page with the same next cursor. Over HTTP, ``--no-get`` answers every GET with 404 (a
 router with no GET for the endpoint, as an Express app with only ``app.post('/mcp')``), and
 ``--not-found-tool NAME`` answers a call of tool NAME with 404 and a JSON-RPC "method not
-found" error (as a gateway in front of the server might). Over stdio, ``--wire`` adds tools
+found" error (as a gateway in front of the server might), and ``--token-file PATH`` answers
+HTTP 401 to every request without ``Authorization: Bearer`` and the file's text (read at each
+request, so a test can revoke a token). Over stdio, ``--wire`` adds tools
 that write onto the protocol stream itself, past the SDK: ``wire_bytes`` (any bytes, then a
 normal answer) and ``wire_answer`` (its own answer as the given JSON text, then it waits).
 """
@@ -255,22 +257,27 @@ def main() -> None:
     parser.add_argument("--no-get", action="store_true")
     parser.add_argument("--not-found-tool", default=None, metavar="NAME")
     parser.add_argument("--wire", action="store_true")
+    parser.add_argument("--token-file", default=None, metavar="PATH")
     args = parser.parse_args()
     server = build(args)
     if args.http is None:
         server.run()
-    elif not (args.no_get or args.not_found_tool):
+    elif not (args.no_get or args.not_found_tool or args.token_file):
         anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=args.http))
     else:
         import uvicorn
 
         app = _Router(server.streamable_http_app(), args.no_get, args.not_found_tool)
+        app.token_file = args.token_file
         config = uvicorn.Config(app, host="127.0.0.1", port=args.http, log_level="error")
         anyio.run(uvicorn.Server(config).serve)
 
 
 class _Router:
-    """An ASGI app in front of the server's: ``--no-get`` and ``--not-found-tool`` (see above)."""
+    """An ASGI app in front of the server's: ``--no-get``, ``--not-found-tool`` and
+    ``--token-file`` (see above)."""
+
+    token_file: str | None = None
 
     def __init__(self, inner: Any, no_get: bool, not_found_tool: str | None) -> None:
         self.inner, self.no_get, self.not_found_tool = inner, no_get, not_found_tool
@@ -279,6 +286,12 @@ class _Router:
         if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
+        if self.token_file is not None:
+            token = await anyio.Path(self.token_file).read_text(encoding="utf-8")
+            expected = f"Bearer {token.strip()}".encode()
+            if dict(scope["headers"]).get(b"authorization") != expected:
+                await _answer(send, 401, "text/plain", b"Unauthorized")
+                return
         if scope["method"] == "GET" and self.no_get:
             await _answer(send, 404, "text/html", b"Cannot GET /mcp")
             return

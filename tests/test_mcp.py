@@ -1412,6 +1412,28 @@ async def test_http_headers_are_sent(http_server: HTTPServer) -> None:
             assert await by_remote(server)["add"].execute({"a": 40, "b": 2}) == "42"
 
 
+async def test_http_auth_headers_reach_the_server_and_a_401_is_named(
+    log: Log, http_servers: list[HTTPServer], tmp_path: Path
+) -> None:
+    # A wrong token fails entering with the HTTP status in the message (the SDK alone says
+    # only "Server returned an error response"); so does a call after the token is revoked.
+    token = tmp_path / "token"
+    token.write_text("right", encoding="utf-8")
+    http_servers.append(HTTPServer(log, "--token-file", str(token)))
+    url = http_servers[-1].url
+    with trio.fail_after(ENTER):
+        with pytest.raises(MCPConnectionError, match=r"HTTP 401 Unauthorized") as caught:
+            async with MCPServer.http(url, headers={"Authorization": "Bearer wrong"}):
+                pass  # pragma: no cover
+        assert url in str(caught.value)
+        async with MCPServer.http(url, headers={"Authorization": "Bearer right"}) as server:
+            tools = by_remote(server)
+            assert await tools["add"].execute({"a": 40, "b": 2}) == "42"
+            token.write_text("revoked", encoding="utf-8")
+            with pytest.raises(MCPToolError, match=r"HTTP 401 Unauthorized"):
+                await tools["add"].execute({"a": 1, "b": 1})
+
+
 async def test_calls_before_entering_are_not_available() -> None:
     server = MCPServer.stdio("python")
     tool = MCPTool(

@@ -178,7 +178,9 @@ class _Stdio:
     async def reachable(self) -> bool:
         return True  # (a process that ended is seen by its output's end)
 
-    async def transport(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Any:
+    async def transport(
+        self, stack: contextlib.AsyncExitStack[Any], lose: _Lose, statuses: dict[Any, str]
+    ) -> Any:
         parameters = StdioServerParameters(
             command=self.command,
             args=list(self.args),
@@ -220,7 +222,12 @@ class _HTTP:
             return True
         return False
 
-    async def transport(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Any:
+    async def transport(
+        self, stack: contextlib.AsyncExitStack[Any], lose: _Lose, statuses: dict[Any, str]
+    ) -> Any:
+        """The SDK's transport; ``statuses`` gets the HTTP status of each request answered
+        with an error status and no JSON-RPC error (for :class:`_WatchedStream`)."""
+
         async def answered(response: httpx2.Response) -> None:
             # The MCP spec: a 404 to a request with an Mcp-Session-Id means the server no
             # longer knows the session (it restarted, or ended it), and a client "MUST start a
@@ -236,6 +243,8 @@ class _HTTP:
                 and not await _method_not_found(response)
             ):
                 lose(_SESSION_ENDED)
+            if response.status_code >= 400 and request.method == "POST":
+                await _note_status(response, statuses)
 
         http = httpx2.AsyncClient(
             headers=dict(self.headers) if self.headers is not None else None,
@@ -244,6 +253,22 @@ class _HTTP:
         )
         await stack.enter_async_context(http)
         return streamable_http_client(self.url, http_client=http)
+
+
+async def _note_status(response: httpx2.Response, statuses: dict[Any, str]) -> None:
+    """Record the status of a request the server answered with an HTTP error and no JSON-RPC
+    error, by its JSON-RPC id: the SDK answers it "Server returned an error response", without
+    the status (a 401 from a wrong token, a 502 from a proxy)."""
+    try:
+        request_id = json.loads(response.request.content).get("id")
+        if response.headers.get("content-type", "").lower().startswith("application/json"):
+            body = json.loads(await response.aread())
+            if isinstance(body, dict) and isinstance(body.get("error"), dict):
+                return  # the SDK passes the server's own error on
+    except (httpx2.HTTPError, httpx2.StreamError, ValueError, AttributeError):
+        return
+    if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+        statuses[request_id] = f"HTTP {response.status_code} {response.reason_phrase}".strip()
 
 
 async def _method_not_found(response: httpx2.Response) -> bool:
@@ -263,11 +288,12 @@ class _WatchedStream:
     """The transport's read stream, reporting its end to the server: once the server's side of
     the connection is gone, later calls are answered at once without trying."""
 
-    __slots__ = ("_on_end", "_stream")
+    __slots__ = ("_on_end", "_statuses", "_stream")
 
-    def __init__(self, stream: Any, on_end: Any) -> None:
+    def __init__(self, stream: Any, on_end: Any, statuses: dict[Any, str]) -> None:
         self._stream = stream
         self._on_end = on_end
+        self._statuses = statuses
 
     @property
     def last_context(self) -> Any:
@@ -281,6 +307,15 @@ class _WatchedStream:
             raise
         if isinstance(item, pydantic.ValidationError):
             return _readable(item)
+        if self._statuses and isinstance(item, SessionMessage):
+            message = item.message
+            if isinstance(message, mcp_types.JSONRPCError):
+                status = self._statuses.pop(message.id, None)
+                if status is not None and message.error.code == mcp_types.INTERNAL_ERROR:
+                    error = message.error.model_copy(
+                        update={"message": f"{message.error.message} ({status})"}
+                    )
+                    return SessionMessage(message.model_copy(update={"error": error}))
         return item
 
     def __aiter__(self) -> _WatchedStream:
@@ -347,9 +382,11 @@ def _readable(exc: pydantic.ValidationError) -> SessionMessage | Exception:
 
 
 @contextlib.asynccontextmanager
-async def _watched(transport: Any, on_end: Any) -> AsyncIterator[tuple[Any, Any]]:
+async def _watched(
+    transport: Any, on_end: Any, statuses: dict[Any, str]
+) -> AsyncIterator[tuple[Any, Any]]:
     async with transport as (read_stream, write_stream):
-        yield _WatchedStream(read_stream, on_end), write_stream
+        yield _WatchedStream(read_stream, on_end, statuses), write_stream
 
 
 def _names(value: Collection[str] | None, option: str) -> frozenset[str] | None:
@@ -686,9 +723,10 @@ class MCPServer:
         try:
             with init, changed_send, changed_receive:
                 async with contextlib.AsyncExitStack() as stack:
-                    transport = await self._target.transport(stack, self._lose)
+                    statuses: dict[Any, str] = {}
+                    transport = await self._target.transport(stack, self._lose, statuses)
                     client = Client(
-                        _watched(transport, self._stream_ended),
+                        _watched(transport, self._stream_ended, statuses),
                         mode="legacy" if self.protocol == "legacy" else "auto",
                         message_handler=self._on_message,
                         client_info=_client_info(),
