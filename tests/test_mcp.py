@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp_types
 import pytest
 import trio
@@ -1221,6 +1222,53 @@ async def test_listening_again_backs_off_refetches_and_stops_with_the_server(
             await server._listen(client)  # type: ignore[arg-type]
     assert len(client.attempts) == 2
     assert client.attempts[1] - client.attempts[0] > 20  # not before the server was back
+
+
+@pytest.fixture
+def short_http_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """httpx's read and pool timeouts of a fraction of a second (300 s and 30 s really)."""
+    import trio_invoke.mcp._server
+
+    short = httpx2.Timeout(30.0, read=0.3, pool=0.3)
+    monkeypatch.setattr(trio_invoke.mcp._server, "_HTTP_TIMEOUT", short)
+
+
+@pytest.mark.usefixtures("short_http_timeouts")
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_http_calls_longer_than_the_read_timeout_and_more_than_the_pool_are_answered(
+    http_server: HTTPServer, protocol: str
+) -> None:
+    # A call may take its whole `timeout` (None: no limit), and an agent may run more calls at
+    # once than httpx has connections: neither is a transport failure, which would end the
+    # whole session (every call "the connection ... ended").
+    results: list[str] = []
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http_server.url, timeout=20, protocol=protocol) as server:
+            slow = by_remote(server)["slow"]
+
+            async def call() -> None:
+                results.append(await slow.execute({"seconds": 1}))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(105):  # httpx has 100 connections
+                    nursery.start_soon(call)
+            assert server.available
+    assert results == ["slept 1.0"] * 105
+
+
+@pytest.mark.usefixtures("short_http_timeouts")
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_tool_list_changes_are_followed_after_the_connection_was_idle(
+    http_server: HTTPServer, protocol: str
+) -> None:
+    # The stream the server announces changes on (the GET stream; subscriptions/listen at
+    # 2026-07-28) is quiet while nothing changes: httpx's read timeout must not end it (the
+    # SDK gives up on a GET stream after two).
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http_server.url, protocol=protocol) as server:
+            await trio.sleep(3)  # a real wait: ten read timeouts, and the SDK's retries
+            assert await by_remote(server)["add_tool"].execute({"name": "late"}) == "added late"
+            await wait_for_tool(server, "late")
 
 
 async def test_a_run_in_progress_keeps_the_tools_it_started_with(log: Log) -> None:

@@ -56,7 +56,9 @@ DEFAULT_INIT_TIMEOUT: Final = 30.0
 ``npx``/``uvx`` to fetch a server on first use."""
 
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
-"""The SDK's own defaults for its HTTP client (we build it, to see its answers' statuses)."""
+"""The SDK's own defaults for its HTTP client (we build it, to see its answers' statuses), for
+short requests; the long-lived ones have no read or pool timeout (:func:`_long_lived`)."""
+_LONG_LIVED_METHODS: Final = frozenset({"tools/call", "subscriptions/listen"})
 _SESSION_ENDED: Final = (
     "the server ended the session (it answered HTTP 404 to its id: did it restart?)"
 )
@@ -249,10 +251,32 @@ class _HTTP:
         http = httpx2.AsyncClient(
             headers=dict(self.headers) if self.headers is not None else None,
             timeout=_HTTP_TIMEOUT,
-            event_hooks={"response": [answered]},
+            event_hooks={"request": [_long_lived], "response": [answered]},
         )
         await stack.enter_async_context(http)
         return streamable_http_client(self.url, http_client=http)
+
+
+async def _long_lived(request: httpx2.Request) -> None:
+    """No read or pool timeout for a tool call (its ``timeout`` bounds it), the GET stream and
+    a ``subscriptions/listen`` stream (quiet while nothing changes). httpx's timeouts are a
+    transport failure to the SDK, which ends the whole session: a call answered after 300 s
+    without a keep-alive, one that waited 30 s for one of the 100 connections, or a stream
+    quiet for 300 s would end every call (and the SDK stops opening a GET stream after two)."""
+    if request.method == "POST":
+        try:
+            method = json.loads(request.content).get("method")
+        except (httpx2.StreamError, ValueError, AttributeError):
+            return
+        if method not in _LONG_LIVED_METHODS:
+            return
+    elif request.method != "GET":
+        return
+    request.extensions["timeout"] = {
+        **request.extensions.get("timeout", {}),
+        "read": None,
+        "pool": None,
+    }
 
 
 async def _note_status(response: httpx2.Response, statuses: dict[Any, str]) -> None:
