@@ -24,10 +24,12 @@ from typing import Any
 
 import httpx2
 import mcp_types
+import pydantic
 import pytest
 import trio
 import trio.testing
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 import trio_invoke
 from trio_invoke import (
@@ -1021,6 +1023,118 @@ async def test_an_answer_over_stdio_with_a_lone_surrogate_escape_is_read(log: Lo
             with trio.fail_after(10):
                 text = await by_remote(server)["wire_answer"].execute({"template": line})
     assert text == "cut \ud83d"  # one code point: the half pair as it came
+
+
+def unparsed(line: str) -> pydantic.ValidationError:
+    """What the SDK's stdio transport hands the session for ``line``."""
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except pydantic.ValidationError as exc:
+        return exc
+    raise AssertionError(f"{line!r} parses")  # pragma: no cover
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "not json",
+        "[1, 2]",
+        '{"jsonrpc": "2.0", "method": 5}',
+        '{"jsonrpc": "2.0", "id": true, "result": null}',
+        '{"jsonrpc": "2.0", "id": null, "error": 1}',
+    ],
+)
+def test_lines_that_answer_no_request_are_left_to_the_sdk(line: str) -> None:
+    from trio_invoke.mcp._server import _readable
+
+    exc = unparsed(line)
+    assert _readable(exc) is exc
+
+
+def http_response(status: int, body: bytes, kind: str, request_body: bytes) -> httpx2.Response:
+    request = httpx2.Request("POST", "http://127.0.0.1:9/mcp", content=request_body)
+    return httpx2.Response(status, content=body, headers={"content-type": kind}, request=request)
+
+
+@pytest.mark.parametrize(
+    ("response", "noted"),
+    [
+        (http_response(401, b"no", "text/plain", b'{"id": 7, "method": "tools/call"}'), True),
+        (http_response(502, b"[]", "application/json", b'{"id": "7", "method": "x"}'), True),
+        (http_response(400, b'{"error": {"code": 1}}', "application/json", b'{"id": 7}'), False),
+        (http_response(401, b"no", "text/plain", b'{"method": "notifications/x"}'), False),
+        (http_response(401, b"no", "text/plain", b'{"id": true}'), False),
+        (http_response(401, b"no", "text/plain", b"not json"), False),
+    ],
+)
+async def test_an_http_error_status_is_noted_only_for_a_request_without_json_rpc_error(
+    response: httpx2.Response, noted: bool
+) -> None:
+    from trio_invoke.mcp._server import _note_status
+
+    statuses: dict[Any, str] = {}
+    await _note_status(response, statuses)
+    assert bool(statuses) is noted
+    if noted:
+        assert set(statuses.values()) == {f"HTTP {response.status_code} {response.reason_phrase}"}
+
+
+@pytest.mark.parametrize(
+    ("method", "body", "long_lived"),
+    [
+        ("POST", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}', True),
+        ("POST", b'{"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen"}', True),
+        ("GET", b"", True),
+        ("POST", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', False),
+        ("POST", b'{"jsonrpc": "2.0", "method": "notifications/cancelled"}', False),
+        ("POST", b"not json", False),
+        ("POST", b"[]", False),
+        ("DELETE", b"", False),
+    ],
+)
+async def test_only_calls_and_streams_go_without_read_and_pool_timeouts(
+    method: str, body: bytes, long_lived: bool
+) -> None:
+    from trio_invoke.mcp._server import _HTTP_TIMEOUT, _long_lived
+
+    async with httpx2.AsyncClient(timeout=_HTTP_TIMEOUT) as http:
+        request = http.build_request(method, "http://127.0.0.1:9/mcp", content=body or None)
+    await _long_lived(request)
+    timeouts = request.extensions["timeout"]
+    assert timeouts["connect"] == 30.0
+    if long_lived:
+        assert (timeouts["read"], timeouts["pool"]) == (None, None)
+    else:
+        assert (timeouts["read"], timeouts["pool"]) == (300.0, 30.0)
+
+
+async def test_only_the_sdks_stand_in_for_a_noted_request_gets_its_status() -> None:
+    from trio_invoke.mcp._server import _WatchedStream
+
+    def error(request_id: int, code: int, message: str) -> SessionMessage:
+        data = mcp_types.ErrorData(code=code, message=message)
+        return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=data))
+
+    answer = SessionMessage(mcp_types.JSONRPCResponse(jsonrpc="2.0", id=1, result={}))
+    sent = [
+        answer,
+        error(2, mcp_types.INVALID_REQUEST, "Session terminated"),
+        error(3, mcp_types.INTERNAL_ERROR, "Server returned an error response"),
+        error(4, mcp_types.INTERNAL_ERROR, "its own"),
+    ]
+    send, receive = trio.open_memory_channel[SessionMessage](len(sent))
+    for item in sent:
+        send.send_nowait(item)
+    statuses: dict[Any, str] = {2: "HTTP 404 Not Found", 3: "HTTP 401 Unauthorized"}
+    stream = _WatchedStream(receive, lambda: None, statuses)
+    got = [await stream.receive() for _ in sent]
+    assert got[0] is answer
+    assert got[1] is sent[1]  # the SDK's own words for a 404: the status is not needed
+    assert got[2].message.error.message == (  # type: ignore[union-attr]
+        "Server returned an error response (HTTP 401 Unauthorized)"
+    )
+    assert got[3] is sent[3]
+    assert statuses == {}
 
 
 # -- tool list changes --------------------------------------------------------------------------
