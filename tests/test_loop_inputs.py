@@ -487,6 +487,49 @@ async def test_a_group_with_a_stray_cancelled_beside_an_error_is_that_calls_erro
     assert result.updates[-1] == Finish(FinishReason.STOP)
 
 
+class LeakingModel:
+    """A chat client that lets out a Cancelled of its own making: on entering, mid-stream,
+    or in a group beside an error of its own."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        if self.where == "entering":
+            raise await stray_cancelled()
+        yield self._stream()
+
+    async def _stream(self) -> AsyncIterator[AgentResponseUpdate]:
+        yield TextDelta("so far")
+        if self.where == "group":
+            raise BaseExceptionGroup("mine", [await stray_cancelled(), OSError("reset")])
+        raise await stray_cancelled()
+
+
+@pytest.mark.parametrize("where", ["entering", "streaming", "group"])
+async def test_a_stray_cancelled_from_the_chat_client_is_a_chat_client_error(where: str) -> None:
+    """Nothing cancelled the run: the model's Cancelled is its failure, raised as a
+    ChatClientError chained to it (the round's nursery swallowed it, and the caller got a
+    trio.EndOfChannel)."""
+    updates: list[AgentResponseUpdate] = []
+    with trio.fail_after(5), pytest.raises(ChatClientError) as caught:
+        async with FunctionInvokingChatClient(LeakingModel(where)).run(USER) as stream:
+            async for update in stream:
+                updates.append(update)
+    cause = caught.value.__cause__
+    if where == "group":
+        assert isinstance(cause, OSError)
+        assert "OSError: reset" in str(caught.value)
+    else:
+        assert isinstance(cause, trio.Cancelled)
+        assert "trio.Cancelled, but nothing cancelled it" in str(caught.value)
+    assert updates == ([] if where == "entering" else [TextDelta("so far")])
+    assert_transcript_valid([*USER, *stream.messages])
+
+
 class UnprintableError(Exception):
     def __str__(self) -> str:
         raise RuntimeError("no message for you")
