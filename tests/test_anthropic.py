@@ -345,6 +345,23 @@ async def test_connection_cut_mid_stream_is_not_retried(server: SSEServer) -> No
     assert len(server.requests) == 1
 
 
+DEEP = "[" * 100_000 + "]" * 100_000
+"""JSON nested deeper than the decoder's recursion limit: ``json.loads`` raises RecursionError."""
+
+
+async def test_an_event_nested_too_deeply_is_a_response_error(server: SSEServer) -> None:
+    server.add(Reply([message_start() + f"event: ping\ndata: {DEEP}\n\n".encode()]))
+    with pytest.raises(ModelResponseError, match=r"not valid JSON.*recursion"):
+        await stream_updates(client_for(server))
+
+
+async def test_an_error_body_nested_too_deeply_is_still_an_http_error(server: SSEServer) -> None:
+    server.add(Reply.error(529, f'{{"error": {{"type": {DEEP}}}}}'.encode()))
+    with pytest.raises(HTTPStatusError, match=r"HTTP 529: \{\"error\"") as caught:
+        await stream_updates(client_for(server, max_retries=0))
+    assert caught.value.status_code == 529
+
+
 async def test_a_body_that_ends_early_is_an_error(server: SSEServer) -> None:
     server.add(Reply([message_start() + text_block(0, "Hal")]))
     with pytest.raises(ModelResponseError, match="ended before the response was complete"):

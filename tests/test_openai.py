@@ -708,6 +708,26 @@ async def test_malformed_json_chunk(server: SSEServer) -> None:
         await server.closed_while_stalled.wait()  # the client hung up, it did not wait
 
 
+DEEP = "[" * 100_000 + "]" * 100_000
+"""JSON nested deeper than the decoder's recursion limit: ``json.loads`` raises RecursionError."""
+
+
+async def test_a_chunk_nested_too_deeply_is_a_response_error(server: SSEServer) -> None:
+    body = sse(openai_chunk({"content": "ok"})) + f"data: {DEEP}\n\n".encode()
+    server.add(Reply([body], ending="stall"))
+    seen: list[AgentResponseUpdate] = []
+    with pytest.raises(ModelResponseError, match=r"not valid JSON.*recursion"):
+        await stream_updates(client_for(server), into=seen)
+    assert seen == [TextDelta("ok")]
+
+
+async def test_an_error_body_nested_too_deeply_is_still_an_http_error(server: SSEServer) -> None:
+    server.add(Reply.error(400, f'{{"error": {DEEP}}}'.encode()))
+    with pytest.raises(HTTPStatusError, match=r"HTTP 400: \{\"error\": \[\[\[") as caught:
+        await stream_updates(client_for(server))
+    assert caught.value.status_code == 400
+
+
 async def test_an_error_inside_the_stream(server: SSEServer) -> None:
     error = {"error": {"message": "The server is overloaded", "type": "server_error"}}
     server.add(Reply([sse(openai_chunk({"content": "Hi"}), error)], ending="stall"))
