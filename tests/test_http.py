@@ -133,6 +133,75 @@ def test_the_client_is_an_attrs_class_with_the_same_signature() -> None:
     assert "sk-secret" not in repr(OpenAIChatClient("m", api_key="sk-secret"))
 
 
+SECRET = "sk-4f9Qz"
+
+
+def build(client: str, **settings: Any) -> OpenAIChatClient | AnthropicChatClient:
+    if client == "openai":
+        return OpenAIChatClient("m", **settings)
+    return AnthropicChatClient("claude-x", **settings)
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        f"{SECRET}\n",
+        f"{SECRET}\r\nX-Injected: 1",
+        f" {SECRET}",
+        f"{SECRET} ",
+        "sk-4f9Qzé",
+        f"{SECRET}\x7f",
+    ],
+    ids=["a newline", "CRLF", "leading space", "trailing space", "non-ASCII", "DEL"],
+)
+@pytest.mark.parametrize("source", ["api_key", "environment"])
+def test_a_key_that_cannot_go_in_a_header_is_refused_without_showing_it(
+    client: str, key: str, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # httpx2 would refuse it at every request, with the header's value -- the key -- in its
+    # message (or raise a UnicodeEncodeError holding it): refused when the client is built.
+    env = "OPENAI_API_KEY" if client == "openai" else "ANTHROPIC_API_KEY"
+    if source == "environment":
+        monkeypatch.setenv(env, key)
+    settings = {"api_key": key} if source == "api_key" else {}
+    with pytest.raises(ConfigurationError, match="cannot go in an HTTP header") as caught:
+        build(client, **settings)
+    text = str(caught.value) + repr(caught.value.args)
+    assert "4f9Qz" not in text
+    assert (env in text) == (source == "environment")
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    ("headers", "shown"),
+    [
+        ({"Authorization": f"Bearer {SECRET}\n"}, "value of 'Authorization'"),
+        ({"X-Key": f"{SECRET}\r\nX-Injected: 1"}, "value of 'X-Key'"),
+        ({"X-Key": "é"}, "value of 'X-Key'"),
+        ({"X-Key": f"{SECRET} "}, "value of 'X-Key'"),
+        ({"X Key": "v"}, "'X Key' is not a valid header name"),
+        ({"X-Key:": "v"}, "'X-Key:' is not a valid header name"),
+    ],
+)
+def test_headers_that_cannot_be_sent_are_refused_without_showing_the_value(
+    client: str, headers: dict[str, str], shown: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(shown)) as caught:
+        build(client, headers=headers)
+    assert "4f9Qz" not in str(caught.value)
+
+
+async def test_a_good_key_and_headers_are_sent_as_they_are(server: SSEServer) -> None:
+    server.add(Reply([delta("a"), delta(None, "stop"), data("[DONE]")]))
+    headers = {"X-Tab": "a\tb c", "X-Empty": ""}
+    model = OpenAIChatClient("m", base_url=server.url, api_key="sk-A_b.c~9", headers=headers)
+    await collect(model, [])
+    sent = server.requests[0].headers
+    assert sent["authorization"] == "Bearer sk-A_b.c~9"
+    assert (sent["x-tab"], sent["x-empty"]) == ("a\tb c", "")
+
+
 # -- the request body ----------------------------------------------------------------------------
 
 

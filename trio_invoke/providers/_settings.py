@@ -10,6 +10,7 @@ these; its own settings stay in its module.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AsyncExitStack
 from types import MappingProxyType, TracebackType
@@ -62,10 +63,22 @@ def base_url_from(value: str | None, *, env: str, default: str, example: str) ->
 
 
 def api_key_from(value: str | None, *, env: str) -> str | None:
-    """The API key: ``value``, else the ``env`` variable; ``None`` when there is none."""
+    """The API key: ``value``, else the ``env`` variable; ``None`` when there is none.
+
+    A key goes in a header, so it may hold visible ASCII only: a newline left by a file read
+    or a non-ASCII character would fail every request, with the key in httpx2's message.
+    """
     key = value if value is not None else os.environ.get(env)
     if key is not None and not isinstance(key, str):
         raise ConfigurationError("api_key must be a string")  # never show a key
+    if key:
+        bad = next((i for i, char in enumerate(key) if not "!" <= char <= "~"), None)
+        if bad is not None:
+            where = "api_key" if value is not None else f"the {env} environment variable"
+            raise ConfigurationError(  # never show a key, nor the character (part of it)
+                f"{where} holds a character that cannot go in an HTTP header (whitespace, a "
+                f"control character or non-ASCII) at position {bad} of {len(key)}"
+            )
     return key or None
 
 
@@ -86,12 +99,26 @@ def checked_options(
     return MappingProxyType(dict(options))
 
 
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""A header name (RFC 9110, 5.1)."""
+_FIELD_VALUE = re.compile(r"([!-~]([\t !-~]*[!-~])?)?")
+"""A header value httpx2 can send: visible ASCII, inner spaces and tabs (RFC 9110, 5.5)."""
+
+
 def checked_headers(value: Mapping[str, str] | None) -> Mapping[str, str]:
-    """Extra headers as a read-only mapping of strings."""
+    """Extra headers as a read-only mapping of strings that can go in a request; a bad value
+    is named by its header only (it may be a secret)."""
     headers = dict(value or {})
     for name, text in headers.items():
         if not isinstance(name, str) or not isinstance(text, str):
             raise ConfigurationError(f"headers must map strings to strings, got {name!r}")
+        if not _TOKEN.fullmatch(name):
+            raise ConfigurationError(f"headers: {name!r} is not a valid header name")
+        if not _FIELD_VALUE.fullmatch(text):
+            raise ConfigurationError(
+                f"headers: the value of {name!r} cannot go in an HTTP header: it holds a "
+                "newline, a control character or non-ASCII, or starts or ends with whitespace"
+            )
     return MappingProxyType(headers)
 
 

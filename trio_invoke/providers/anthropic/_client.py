@@ -197,7 +197,9 @@ class AnthropicChatClient(Pooled):
             ends in ``/v1``), ``max_tokens`` below 1, a ``thinking`` that is not shaped as the
             API's (or whose ``budget_tokens`` is not below ``max_tokens``), a timeout or retry
             setting that is negative, NaN or not a number, ``model_options`` that set a field
-            the client owns, or an ``http_client`` that is not an ``httpx2.AsyncClient``.
+            the client owns, an ``http_client`` that is not an ``httpx2.AsyncClient``, or an
+            API key or header that cannot go in an HTTP header (a newline, whitespace around it,
+            non-ASCII; the message does not show the key or the header's value).
     """
 
     model: str = attrs.field(validator=check_model)

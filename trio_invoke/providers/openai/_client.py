@@ -145,7 +145,9 @@ class OpenAIChatClient(Pooled):
         ConfigurationError: an empty model name, a ``base_url`` that is not an http(s) URL, a
             timeout or retry setting that is negative, NaN or not a number, ``model_options``
             that set a field the client owns, an ``http_client`` that is not an
-            ``httpx2.AsyncClient``, or ``send_reasoning=True`` for OpenAI's API.
+            ``httpx2.AsyncClient``, ``send_reasoning=True`` for OpenAI's API, or an API key
+            or header that cannot go in an HTTP header (a newline, whitespace around it,
+            non-ASCII; the message does not show the key or the header's value).
     """
 
     model: str = attrs.field(validator=check_model)
