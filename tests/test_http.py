@@ -15,7 +15,7 @@ import pytest
 import sniffio
 import trio
 import trio.testing
-from sse_server import Reply, SSEServer, no_resource_warnings
+from sse_server import Reply, SSEServer, no_resource_warnings, stream_updates
 
 from trio_invoke import (
     AnthropicChatClient,
@@ -443,6 +443,47 @@ async def test_an_error_answer_or_a_retry_keeps_the_connection(server: SSEServer
     assert seen == [TextDelta("a"), Finish(FinishReason.STOP)]
     assert len(server.requests) == 3
     assert server.connections == 1
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_huge_error_page_is_cut_short_and_its_connection_closed(
+    server: SSEServer, client: str
+) -> None:
+    page = b"<html><body>" + b"<p>Bad gateway</p>" * 300_000 + b"</body></html>"  # 5 MB
+    server.add(
+        Reply([page], 502, content_type="text/html", paced=False),
+        Reply([delta("a"), delta(None, "stop"), data("[DONE]")]),
+    )
+    model: OpenAIChatClient | AnthropicChatClient
+    if client == "openai":
+        model = OpenAIChatClient("m", base_url=server.url, max_retries=0)
+    else:
+        model = AnthropicChatClient("claude-x", base_url=server.root, max_retries=0)
+    with trio.fail_after(30):
+        async with model:
+            with pytest.raises(HTTPStatusError) as caught:
+                async with model.run(USER) as stream:
+                    async for _ in stream:
+                        pass
+            await server.closed_while_sending.wait()  # the client hung up, it did not read on
+            if client == "openai":
+                assert (await stream_updates(model))[0] == TextDelta("a")
+    error = caught.value
+    assert error.status_code == 502
+    assert error.message.startswith("<html><body><p>Bad gateway</p>")
+    assert len(error.message) < 5000
+    assert len(error.body) < 5000
+    assert len(str(error)) < 5000
+    no_resource_warnings()
+
+
+async def test_a_huge_error_message_is_cut_short(server: SSEServer) -> None:
+    server.add(Reply.error(400, {"error": {"message": "Invalid schema: " + "x" * 30_000}}))
+    with trio.fail_after(30), pytest.raises(HTTPStatusError) as caught:
+        await stream_updates(OpenAIChatClient("m", base_url=server.url))
+    assert caught.value.message.startswith("Invalid schema: xxx")
+    assert caught.value.message.endswith("...")
+    assert len(str(caught.value)) < 4100
 
 
 @pytest.mark.parametrize("how", ["break", "exception"])

@@ -35,7 +35,7 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, Final, Protocol
 
@@ -71,6 +71,7 @@ __all__ = [
     "SSEStream",
     "checked_timeout",
     "encode_json",
+    "finish_chain",
     "preview",
     "retry_after",
     "send",
@@ -87,6 +88,10 @@ RETRY_TRANSPORT: Final = (
     httpx2.RemoteProtocolError,
 )
 """Connection failures before any of the response arrived: safe to retry."""
+ERROR_BODY_LIMIT: Final = 64 * 1024
+"""The most bytes of an error response's body that are read."""
+ERROR_TEXT_LIMIT: Final = 4000
+"""The most characters of an error's message, and of the body it keeps."""
 DRAIN_AFTER_DONE: Final = 1.0
 """Seconds to wait, after the end of the events, for the end of the body (connection reuse)."""
 
@@ -251,19 +256,33 @@ message, or ``(message, error_type)`` for a provider that names its errors (Anth
 
 async def status_error(response: httpx2.Response, describe: Describe) -> HTTPStatusError:
     """Read (and close) an error response into an :class:`HTTPStatusError`; ``describe(body,
-    reason_phrase)`` finds the provider's message (and error type) in the body."""
+    reason_phrase)`` finds the provider's message (and error type) in the body.
+
+    Only the first :data:`ERROR_BODY_LIMIT` bytes are read (a longer body is cut off and its
+    connection closed), and the message is cut to :data:`ERROR_TEXT_LIMIT` characters as the
+    body is: a server's error page, however large, makes an error of a readable size.
+    """
+    pieces: list[bytes] = []
+    size = 0
+    chain = response.aiter_bytes()
     try:
-        body = (await response.aread()).decode("utf-8", errors="replace")
+        async for piece in chain:
+            pieces.append(piece)
+            size += len(piece)
+            if size >= ERROR_BODY_LIMIT:
+                await finish_chain(chain)
+                break
     except httpx2.HTTPError:
-        body = ""
+        pass
     finally:
         await response.aclose()
+    body = b"".join(pieces)[:ERROR_BODY_LIMIT].decode("utf-8", errors="replace")
     described = describe(body, response.reason_phrase)
     message, error_type = (described, None) if isinstance(described, str) else described
     return HTTPStatusError(
         response.status_code,
-        message,
-        body=preview(body, 4000),
+        preview(message, ERROR_TEXT_LIMIT),
+        body=preview(body, ERROR_TEXT_LIMIT),
         retry_after=retry_after(response.headers),
         error_type=error_type,
     )
@@ -484,22 +503,29 @@ class SSEStream:
         return f"; the body ({kind}) starts {head!r}" if head else f"; the body ({kind}) is empty"
 
     async def aclose(self) -> None:
-        """Stop reading the body and release the connection (closed if the body is unfinished).
-
-        httpx2 reads a body through a chain of nested async generators; closing only the outer
-        one would leave the inner ones to the garbage collector (Trio warns about that). So the
-        chain is resumed once more inside a cancelled scope: the innermost generator meets the
-        cancellation at its next network read, and every generator of the chain finishes,
-        httpcore2 closing the response on the way out.
+        """Stop reading the body and release the connection (closed if the body is unfinished;
+        see :func:`finish_chain`).
 
         Cancellation: none needed; this does not block.
         """
         if self._exhausted:
             return  # read to its end: the chain has finished, and the response is complete
-        with trio.CancelScope() as scope:
-            scope.cancel()
-            try:
-                while True:
-                    await anext(self._bytes)  # buffered data comes back without a checkpoint
-            except (StopAsyncIteration, httpx2.HTTPError):
-                pass
+        await finish_chain(self._bytes)
+
+
+async def finish_chain(chain: AsyncIterator[bytes]) -> None:
+    """Finish httpx2's body iterator ``chain`` without reading the rest of the body.
+
+    httpx2 reads a body through a chain of nested async generators; closing only the outer
+    one would leave the inner ones to the garbage collector (Trio warns about that). So the
+    chain is resumed once more inside a cancelled scope: the innermost generator meets the
+    cancellation at its next network read, and every generator of the chain finishes,
+    httpcore2 closing the response on the way out. This does not block.
+    """
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            while True:
+                await anext(chain)  # buffered data comes back without a checkpoint
+        except (StopAsyncIteration, httpx2.HTTPError):
+            pass
