@@ -138,6 +138,13 @@ async def test_base_url_and_key_from_the_environment(
     assert "sk-ant-env" not in repr(model)
 
 
+async def test_a_query_in_base_url_stays_at_the_end_of_the_url(server: SSEServer) -> None:
+    server.add(Reply([TEXT]))
+    model = AnthropicChatClient("claude-test", base_url=f"{server.root}/proxy/?team=a%20b")
+    await stream_updates(model)
+    assert server.requests[0].path == "/proxy/v1/messages?team=a%20b"
+
+
 def test_defaults_without_environment() -> None:
     model = AnthropicChatClient("claude-sonnet-4-5")
     assert (model.base_url, model.url) == (

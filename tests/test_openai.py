@@ -459,6 +459,21 @@ async def test_base_url_and_key_from_the_environment(
     assert server.requests[0].headers["authorization"] == "Bearer sk-env"
 
 
+@pytest.mark.parametrize("slash", ["", "/"])
+async def test_a_query_in_base_url_stays_at_the_end_of_the_url(
+    server: SSEServer, slash: str
+) -> None:
+    # Azure OpenAI's deployments: .../openai/deployments/NAME?api-version=2024-10-21
+    base = f"{server.root}/openai/deployments/gpt-4o{slash}?api-version=2024-10-21"
+    server.add(Reply([OPENAI_TEXT]))
+    model = OpenAIChatClient("gpt-4o", base_url=base)
+    await stream_updates(model)
+    assert server.requests[0].path == (
+        "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+    )
+    assert model.url == f"{server.root}{server.requests[0].path}"
+
+
 def test_defaults_without_environment() -> None:
     model = OpenAIChatClient("gpt-4o-mini")
     assert model.url == "https://api.openai.com/v1/chat/completions"

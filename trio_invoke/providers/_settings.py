@@ -37,6 +37,7 @@ __all__ = [
     "check_model",
     "checked_headers",
     "checked_options",
+    "endpoint",
 ]
 
 
@@ -60,6 +61,15 @@ def base_url_from(value: str | None, *, env: str, default: str, example: str) ->
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise ConfigurationError(f"base_url must be an http(s) URL such as {example}, got {base!r}")
     return base
+
+
+def endpoint(base_url: str, path: str) -> str:
+    """``base_url`` with ``path`` appended to its path; a query string stays at the end (Azure
+    OpenAI's ``?api-version=...``), and a fragment, which is never sent, is dropped."""
+    if "?" not in base_url and "#" not in base_url:
+        return base_url + path
+    url = httpx2.URL(base_url)
+    return str(url.copy_with(path=url.path.rstrip("/") + path, fragment=None))
 
 
 def api_key_from(value: str | None, *, env: str) -> str | None:

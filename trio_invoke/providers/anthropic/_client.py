@@ -54,6 +54,7 @@ from .._settings import (
     check_model,
     checked_headers,
     checked_options,
+    endpoint,
 )
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "AnthropicChatClient"]
@@ -158,7 +159,7 @@ class AnthropicChatClient(Pooled):
         model: The model name (``"claude-sonnet-4-5"``, ``"claude-haiku-4-5"``, ...).
         base_url: The API root, without ``/v1``: requests go to ``{base_url}/v1/messages``.
             Defaults to the ``ANTHROPIC_BASE_URL`` environment variable, else
-            ``https://api.anthropic.com``.
+            ``https://api.anthropic.com``. A query string stays at the end of the URL.
         api_key: Sent as ``x-api-key``. Defaults to ``ANTHROPIC_API_KEY``; with neither, no key
             is sent (a proxy in front of the API may not need one).
         max_tokens: The most tokens a response may generate (the API requires the field).
@@ -250,7 +251,7 @@ class AnthropicChatClient(Pooled):
         self._retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
         self.retry_backoff = float(self.retry_backoff)
         self.max_retry_delay = float(self.max_retry_delay)
-        self.url = f"{self.base_url}/v1/messages"
+        self.url = endpoint(self.base_url, "/v1/messages")
         thinking = self.thinking
         if (
             thinking is not None

@@ -47,6 +47,7 @@ from .._settings import (
     check_model,
     checked_headers,
     checked_options,
+    endpoint,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "OpenAIChatClient"]
@@ -109,7 +110,9 @@ class OpenAIChatClient(Pooled):
     Args:
         model: The model name the server knows (``"gpt-4o-mini"``, ``"llama3.2"``, ...).
         base_url: The API root, up to and without ``/chat/completions``. Defaults to the
-            ``OPENAI_BASE_URL`` environment variable, else ``https://api.openai.com/v1``.
+            ``OPENAI_BASE_URL`` environment variable, else ``https://api.openai.com/v1``. A
+            query string stays at the end of the URL (Azure OpenAI's deployments:
+            ``.../openai/deployments/NAME?api-version=2024-10-21``).
         api_key: Sent as ``Authorization: Bearer ...``. Defaults to ``OPENAI_API_KEY``; with
             neither, no ``Authorization`` header is sent (local servers need none).
         timeout: Seconds, an ``httpx2.Timeout``, or ``None`` for no timeout; applies to every
@@ -193,7 +196,7 @@ class OpenAIChatClient(Pooled):
         self._retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
         self.retry_backoff = float(self.retry_backoff)
         self.max_retry_delay = float(self.max_retry_delay)
-        self.url = f"{self.base_url}/chat/completions"
+        self.url = endpoint(self.base_url, "/chat/completions")
         self.family = provider_family(self.base_url)
         if self.send_reasoning and not self.family.takes_reasoning:
             raise ConfigurationError(
