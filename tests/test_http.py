@@ -24,6 +24,7 @@ from trio_invoke import (
     Finish,
     FinishReason,
     HTTPStatusError,
+    ModelConnectionError,
     ModelTimeoutError,
     OpenAIChatClient,
     RunOptions,
@@ -200,6 +201,28 @@ async def test_a_good_key_and_headers_are_sent_as_they_are(server: SSEServer) ->
     sent = server.requests[0].headers
     assert sent["authorization"] == "Bearer sk-A_b.c~9"
     assert (sent["x-tab"], sent["x-empty"]) == ("a\tb c", "")
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_credentials_in_base_url_are_not_shown(server: SSEServer, client: str) -> None:
+    # A proxy's user and password in the URL: sent (as basic auth), never shown.
+    base = f"http://user:{SECRET}@127.0.0.1:{server.port}"
+    model = build(client, base_url=base + "/v1" if client == "openai" else base, max_retries=0)
+    assert "4f9Qz" not in repr(model)
+    assert f"***@127.0.0.1:{server.port}" in repr(model)
+    server.add(Reply([b"data: {"], ending="cut"))  # the connection breaks mid-response
+    with pytest.raises(ModelConnectionError, match=r"broke in the middle") as caught:
+        await stream_updates(model)
+    assert "4f9Qz" not in str(caught.value)
+    assert f"http://***@127.0.0.1:{server.port}/" in str(caught.value)
+    assert server.requests[0].headers["authorization"].startswith("Basic ")
+    with trio.socket.socket() as sock:  # a port nobody listens on
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    refused = build(client, base_url=f"http://{SECRET}@127.0.0.1:{port}", max_retries=0)
+    with pytest.raises(ModelConnectionError, match=r"could not get a response") as caught:
+        await stream_updates(refused)
+    assert "4f9Qz" not in str(caught.value)
 
 
 # -- the request body ----------------------------------------------------------------------------

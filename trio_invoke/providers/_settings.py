@@ -38,6 +38,7 @@ __all__ = [
     "checked_headers",
     "checked_options",
     "endpoint",
+    "shown_url",
 ]
 
 
@@ -70,6 +71,19 @@ def endpoint(base_url: str, path: str) -> str:
         return base_url + path
     url = httpx2.URL(base_url)
     return str(url.copy_with(path=url.path.rstrip("/") + path, fragment=None))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as errors and reprs show it: user and password (``http://user:key@host``, a
+    proxy's credentials) replaced by ``***``."""
+    if "@" not in url:
+        return url
+    scheme, slashes, rest = url.partition("//")
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    authority = rest[:end]
+    if "@" not in authority:
+        return url
+    return f"{scheme}{slashes}***@{authority.rpartition('@')[2]}{rest[end:]}"
 
 
 def api_key_from(value: str | None, *, env: str) -> str | None:
@@ -208,16 +222,17 @@ class Pooled:
             request.headers["Content-Type"] = "application/json"
             return request
 
+        url = shown_url(self.url)
         response = await send(
             http,
             build,
-            url=self.url,
+            url=url,
             timeouts=self.timeout,
             retry=self._retry,
             describe=describe,
             on_retry=self.on_retry,
         )
-        return response, SSEStream(response, decoder, url=self.url, timeout=self.timeout)
+        return response, SSEStream(response, decoder, url=url, timeout=self.timeout)
 
     async def _http(self, stack: AsyncExitStack) -> httpx2.AsyncClient:
         """The client a run sends with; one of the run's own is closed with ``stack``."""

@@ -55,6 +55,7 @@ from .._settings import (
     checked_headers,
     checked_options,
     endpoint,
+    shown_url,
 )
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "AnthropicChatClient"]
@@ -272,7 +273,7 @@ class AnthropicChatClient(Pooled):
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
-        return f"AnthropicChatClient({self.model!r}, base_url={self.base_url!r}{key})"
+        return f"AnthropicChatClient({self.model!r}, base_url={shown_url(self.base_url)!r}{key})"
 
     # -- the ChatClient surface ----------------------------------------------------------------
 

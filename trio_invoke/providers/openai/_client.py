@@ -48,6 +48,7 @@ from .._settings import (
     checked_headers,
     checked_options,
     endpoint,
+    shown_url,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "OpenAIChatClient"]
@@ -209,7 +210,7 @@ class OpenAIChatClient(Pooled):
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
-        return f"OpenAIChatClient({self.model!r}, base_url={self.base_url!r}{key})"
+        return f"OpenAIChatClient({self.model!r}, base_url={shown_url(self.base_url)!r}{key})"
 
     # -- the ChatClient surface ----------------------------------------------------------------
 
