@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
 from typing import Any
 
@@ -223,6 +224,13 @@ async def test_credentials_in_base_url_are_not_shown(server: SSEServer, client: 
     with pytest.raises(ModelConnectionError, match=r"could not get a response") as caught:
         await stream_updates(refused)
     assert "4f9Qz" not in str(caught.value)
+
+
+def test_no_proxy_variable_reaches_the_tests() -> None:
+    # With HTTP_PROXY set, httpx2 sends even a loopback request through the proxy: the tests'
+    # requests would leave the machine. conftest.py removes the variables for the session.
+    names = [f"{kind}_proxy" for kind in ("http", "https", "all")]
+    assert not [name for name in os.environ if name.lower() in names]
 
 
 # -- the request body ----------------------------------------------------------------------------
