@@ -224,6 +224,14 @@ async def test_credentials_in_base_url_are_not_shown(server: SSEServer, client: 
     with pytest.raises(ModelConnectionError, match=r"could not get a response") as caught:
         await stream_updates(refused)
     assert "4f9Qz" not in str(caught.value)
+    # A key in the query string, too: ?key=..., &access_token=...
+    query = f"?api-version=1&key={SECRET}&Access_Token={SECRET}&x=2"
+    refused = build(client, base_url=f"http://127.0.0.1:{port}{query}", max_retries=0)
+    assert "4f9Qz" not in repr(refused)
+    with pytest.raises(ModelConnectionError, match=r"could not get a response") as caught:
+        await stream_updates(refused)
+    assert "4f9Qz" not in str(caught.value)
+    assert "?api-version=1&key=***&Access_Token=***&x=2" in str(caught.value)
 
 
 def test_no_proxy_variable_reaches_the_tests() -> None:

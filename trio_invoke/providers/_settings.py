@@ -73,9 +73,18 @@ def endpoint(base_url: str, path: str) -> str:
     return str(url.copy_with(path=url.path.rstrip("/") + path, fragment=None))
 
 
+_SECRET_PARAMETER = re.compile(
+    r"([?&][^=&#]*(?:key|token|secret|sig|auth|pass|credential)[^=&#]*=)[^&#]*", re.IGNORECASE
+)
+"""A query parameter that carries a secret (``?key=...``, ``&access_token=...``): its value."""
+
+
 def shown_url(url: str) -> str:
     """``url`` as errors and reprs show it: user and password (``http://user:key@host``, a
-    proxy's credentials) replaced by ``***``."""
+    proxy's credentials) and the values of query parameters named like a secret (``key``,
+    ``token``, ``sig``, ...) replaced by ``***``."""
+    if "?" in url:
+        url = _SECRET_PARAMETER.sub(r"\1***", url)
     if "@" not in url:
         return url
     scheme, slashes, rest = url.partition("//")
