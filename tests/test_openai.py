@@ -792,6 +792,33 @@ async def test_your_own_http_client_is_used_and_left_open(server: SSEServer) -> 
     assert server.connections == 1
 
 
+async def test_a_closed_http_client_is_a_connection_error(server: SSEServer) -> None:
+    http = httpx2.AsyncClient()
+    await http.aclose()
+    with pytest.raises(ModelConnectionError, match=r"httpx2\.AsyncClient it sends with is closed"):
+        await stream_updates(client_for(server, http_client=http))
+    assert server.requests == []
+
+
+async def test_a_pool_closed_during_a_retry_wait_sends_nothing_more(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(Reply.error(503, {"error": {"message": "busy"}}, {"retry-after": "5"}))
+    model = client_for(server)
+
+    async def close_soon() -> None:
+        await trio.sleep(1)  # the 503 is in, and the retry waits for its Retry-After
+        await model.aclose()
+
+    with trio.fail_after(30):
+        async with model, trio.open_nursery() as nursery:
+            nursery.start_soon(close_soon)  # another task closes the pool meanwhile
+            with pytest.raises(ModelConnectionError, match="is closed"):
+                await stream_updates(model)
+    assert len(server.requests) == 1
+
+
 async def test_entering_twice_is_an_error_and_closing_twice_is_fine(server: SSEServer) -> None:
     model = client_for(server)
     async with model:

@@ -304,12 +304,17 @@ async def send(
 
     Raises:
         HTTPStatusError: the last answer was 4xx/5xx.
-        ModelConnectionError, ModelTimeoutError: the last attempt got no response.
+        ModelConnectionError, ModelTimeoutError: the last attempt got no response, or ``http``
+            is closed.
 
     Cancellation: a cancelled wait or send sends nothing more; no response is left open.
     """
     attempt = 0
     while True:
+        if http.is_closed:  # httpx2 would raise a RuntimeError
+            raise ModelConnectionError(
+                f"could not send to {url}: the httpx2.AsyncClient it sends with is closed"
+            )
         try:
             response = await http.send(build(), stream=True)
         except RETRY_TRANSPORT as exc:
