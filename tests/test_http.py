@@ -568,6 +568,35 @@ async def test_a_body_that_stays_open_after_done_is_given_up_after_the_drain(
     assert server.connections == 2
 
 
+ANTHROPIC_TEXT = (
+    b'event: message_start\ndata: {"type": "message_start", "message": {"usage": {}}}\n\n'
+    b'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, '
+    b'"content_block": {"type": "text", "text": ""}}\n\n'
+    b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, '
+    b'"delta": {"type": "text_delta", "text": "a"}}\n\n'
+)
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_stream_used_after_its_block_is_a_closed_resource(
+    server: SSEServer, client: str
+) -> None:
+    model: OpenAIChatClient | AnthropicChatClient
+    if client == "openai":
+        server.add(Reply([delta("a"), delta("b")], ending="stall"))
+        model = OpenAIChatClient("m", base_url=server.url)
+    else:
+        server.add(Reply([ANTHROPIC_TEXT, ANTHROPIC_TEXT], ending="stall"))
+        model = AnthropicChatClient("claude-x", base_url=server.root)
+    with trio.fail_after(10):
+        async with model.run(USER) as stream:
+            assert await anext(stream) == TextDelta("a")
+        with pytest.raises(trio.ClosedResourceError, match="was closed"):
+            await anext(stream)
+        await server.closed_while_stalled.wait()
+    no_resource_warnings()
+
+
 # -- the progress deadline counts the server's time, not the caller's ------------------------
 
 

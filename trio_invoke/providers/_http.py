@@ -402,6 +402,7 @@ class SSEStream:
         """No piece yet, or the last piece made progress: the next read needs no cancel scope
         of ours (see :meth:`__anext__`)."""
         self._exhausted = False
+        self._closed = False
         """The body's iterator has ended: there is nothing left to close."""
         self._head = b""  # the start of the body, to say what came instead of events
 
@@ -411,6 +412,10 @@ class SSEStream:
     async def __anext__(self) -> AgentResponseUpdate:
         pending = self._pending
         while not pending:
+            if self._closed:
+                raise trio.ClosedResourceError(
+                    "this response stream was closed (its run's async with was left)"
+                )
             if self._error is not None:
                 error, self._error = self._error, None
                 self._ended = True
@@ -513,6 +518,8 @@ class SSEStream:
 
         Cancellation: none needed; this does not block.
         """
+        self._closed = True
+        self._pending.clear()
         if self._exhausted:
             return  # read to its end: the chain has finished, and the response is complete
         await finish_chain(self._bytes)

@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
+import trio
 
 from ..._exceptions import ConfigurationError
 from ..._messages import ChatMessage, Usage
@@ -383,7 +384,10 @@ class _Turn:
 
     async def __anext__(self) -> AgentResponseUpdate:
         while True:
-            assert self._stream is not None, "started on entry"
+            if self._stream is None:  # started on entry; closed when the run's block is left
+                raise trio.ClosedResourceError(
+                    "this response stream was closed (its run's async with was left)"
+                )
             try:
                 update = await self._stream.__anext__()
             except StopAsyncIteration:
