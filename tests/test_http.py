@@ -525,6 +525,25 @@ async def test_a_huge_error_message_is_cut_short(server: SSEServer) -> None:
     assert len(str(caught.value)) < 4100
 
 
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_redirect_is_an_error_and_the_key_goes_nowhere_else(
+    server: SSEServer, nursery: trio.Nursery, client: str
+) -> None:
+    elsewhere = SSEServer()  # another origin (its own port)
+    await nursery.start(elsewhere.serve)
+    target = f"{elsewhere.root}/v1/" + ("chat/completions" if client == "openai" else "messages")
+    server.add(Reply([b"moved"], 307, {"Location": target}, "text/plain", paced=False))
+    with trio.fail_after(10):
+        async with httpx2.AsyncClient(follow_redirects=True) as http:
+            base = server.url if client == "openai" else server.root
+            model = build(client, base_url=base, api_key=SECRET, http_client=http)
+            with pytest.raises(HTTPStatusError, match="HTTP 307: moved") as caught:
+                await stream_updates(model)
+    assert caught.value.status_code == 307
+    assert elsewhere.requests == []
+    assert len(server.requests) == 1  # not retried
+
+
 @pytest.mark.parametrize("how", ["break", "exception"])
 async def test_a_response_left_unfinished_is_not_reused(how: str, server: SSEServer) -> None:
     # The counter can tell: a body not read to its end closes its connection.

@@ -300,7 +300,8 @@ async def send(
 ) -> httpx2.Response:
     """Send the request ``build()`` makes (once per attempt) and return the streaming response,
     its status below 300; retry as :class:`RetryPolicy` says, telling ``on_retry(error, retry,
-    delay)`` before each retry's wait (``retry`` counts from 1).
+    delay)`` before each retry's wait (``retry`` counts from 1). A redirect is not followed:
+    it is an ``HTTPStatusError`` like any other answer of 300 or more.
 
     Raises:
         HTTPStatusError: the last answer was 4xx/5xx.
@@ -316,7 +317,9 @@ async def send(
                 f"could not send to {url}: the httpx2.AsyncClient it sends with is closed"
             )
         try:
-            response = await http.send(build(), stream=True)
+            # Never follow a redirect, even with an http_client that does: the request would go
+            # elsewhere with its headers (httpx2 drops only Authorization: x-api-key would go).
+            response = await http.send(build(), stream=True, follow_redirects=False)
         except RETRY_TRANSPORT as exc:
             if attempt < retry.max_retries:
                 backoff = retry.backoff(attempt)

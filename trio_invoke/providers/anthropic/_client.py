@@ -191,7 +191,8 @@ class AnthropicChatClient(Pooled):
             key, and ``None`` leaves a field out.
         headers: Extra HTTP headers for every request (``anthropic-beta``, ...).
         http_client: An ``httpx2.AsyncClient`` of yours to send requests with; you open and
-            close it. Default: the client's own, per run or per ``async with``.
+            close it. Default: the client's own, per run or per ``async with``. A redirect is
+            never followed, whatever its ``follow_redirects``: it is an ``HTTPStatusError``.
         on_retry: Called before each retry's wait as ``on_retry(error, retry, delay)``, as for
             :class:`OpenAIChatClient`.
 

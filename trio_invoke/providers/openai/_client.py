@@ -132,7 +132,8 @@ class OpenAIChatClient(Pooled):
             field out (see :meth:`request_body`).
         headers: Extra HTTP headers for every request.
         http_client: An ``httpx2.AsyncClient`` of yours to send requests with; you open and
-            close it. Default: the client's own, per run or per ``async with``.
+            close it. Default: the client's own, per run or per ``async with``. A redirect is
+            never followed, whatever its ``follow_redirects``: it is an ``HTTPStatusError``.
         on_retry: Called before each retry's wait as ``on_retry(error, retry, delay)``: the
             error that the retry answers (an :class:`HTTPStatusError`, a
             :class:`ModelConnectionError` or a :class:`ModelTimeoutError`), the retry's number
