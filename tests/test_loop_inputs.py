@@ -32,7 +32,10 @@ from trio_invoke import (
     TextDelta,
     ToolApprovalRequest,
     ToolCall,
+    ToolCallArgs,
     ToolCalled,
+    ToolCallEnd,
+    ToolCallStart,
     tool,
 )
 from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_calls_response
@@ -271,6 +274,33 @@ async def test_loop_side_updates_from_the_inner_client_are_refused(item: Any) ->
     agent = FunctionInvokingChatClient(Yields(item, Finish(FinishReason.STOP)), [echo])
     with pytest.raises(StreamProtocolError, match="which only the loop sends"):
         await agent.get_response(USER)
+
+
+@pytest.mark.parametrize(
+    ("item", "match"),
+    [
+        (ToolCallArgs("c1", None), r"ToolCallArgs\.args_delta must be a str, got None"),
+        (ToolCallArgs("c1", b'{"text": "x"}'), r"ToolCallArgs\.args_delta must be a str"),
+        (TextDelta(None), r"TextDelta\.text must be a str, got None"),
+        (ToolCallStart(["c2"], "echo"), r"ToolCallStart\.id must be a str"),
+    ],
+)
+async def test_an_update_holding_the_wrong_type_is_a_protocol_error(item: Any, match: str) -> None:
+    agent = FunctionInvokingChatClient(
+        Yields(
+            ToolCallStart("c1", "echo"),
+            ToolCallArgs("c1", '{"text": "x"}'),
+            item,
+            ToolCallEnd("c1"),
+            Finish(FinishReason.TOOL_CALLS),
+        ),
+        [echo],
+    )
+    with trio.fail_after(5), pytest.raises(StreamProtocolError, match=match):
+        async with agent.run(USER) as stream:
+            async for _ in stream:
+                pass
+    assert_transcript_valid([*USER, *stream.messages])
 
 
 def test_a_protocol_error_is_a_chat_client_error() -> None:

@@ -26,6 +26,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from trio_invoke import (
     AgentResponseUpdate,
     CallNext,
+    ChatClientError,
     ChatMessage,
     Finish,
     FinishReason,
@@ -428,6 +429,106 @@ async def test_spans_started_inside_a_call_are_children_of_its_span(
     assert otel.opened.open == set()
 
 
+class TracedModel:
+    """A scripted model traced as an instrumented HTTP client is: a request span, current
+    while the response streams, started in the task that enters ``run()``, a span per chunk
+    read, and one from a task of its own (a connection's reader)."""
+
+    def __init__(self, script: Sequence[Any], tracer: trace.Tracer, fail: bool = False) -> None:
+        self.scripted = ScriptedChatClient(script)
+        self.model = "test-model"
+        self.tracer = tracer
+        self.fail = fail
+        self.requests = 0
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        self.requests += 1
+        number = self.requests
+        with self.tracer.start_as_current_span(f"POST {number}"):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._reader, number)
+                async with self.scripted.run(messages, options) as stream:
+                    yield self._chunks(stream, number)
+
+    async def _reader(self, number: int) -> None:
+        with self.tracer.start_as_current_span(f"reader {number}"):
+            await trio.lowlevel.checkpoint()
+
+    async def _chunks(
+        self, stream: AsyncIterator[AgentResponseUpdate], number: int
+    ) -> AsyncIterator[AgentResponseUpdate]:
+        async for update in stream:
+            with self.tracer.start_as_current_span(f"chunk {number}"):
+                pass
+            if self.fail and isinstance(update, ToolCallEnd):
+                raise ConnectionError("the server went away")
+            yield update
+
+
+@pytest.mark.parametrize("eager", [False, True])
+async def test_what_the_inner_client_traces_is_a_child_of_its_chat_span(
+    otel: Otel, eager: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The chat span is the current span while the inner client streams, in the task that
+    # streams it: its HTTP request span (and the traceparent it sends) belongs to the model
+    # call, each call's to its own; the tools still belong to the run, not to the model call
+    # that asked for them (an eager call starts while the chat span is current).
+    tracer = otel.tracer_provider.get_tracer("an HTTP client")
+
+    @tool
+    async def fetch(topic: str) -> str:
+        """Traces its own work."""
+        with tracer.start_as_current_span("inside"):
+            await trio.sleep(0.1)
+        return "fetched"
+
+    model = TracedModel([batch("fetch", "fetch"), batch("fetch"), "done"], tracer)
+    agent = FunctionInvokingChatClient(
+        model, [fetch], telemetry=otel.telemetry(), eager_tools=eager
+    )
+    outside = trace.get_current_span()
+    with trio.fail_after(10):
+        await agent.get_response(USER)
+    assert trace.get_current_span() is outside  # nothing leaks out
+    spans = otel.spans()
+    chats = otel.named("chat")
+    assert len(chats) == 3
+    for number in (1, 2, 3):
+        (request,) = otel.named(f"POST {number}")
+        (reader,) = otel.named(f"reader {number}")
+        assert ancestors(request, spans) == ["chat test-model", "invoke_agent"]
+        assert ancestors(reader, spans) == [f"POST {number}", "chat test-model", "invoke_agent"]
+        assert request.parent is not None
+        assert request.parent.span_id == chats[number - 1].context.span_id  # its own call's
+        for chunk in otel.named(f"chunk {number}"):
+            assert ancestors(chunk, spans)[:2] == [f"POST {number}", "chat test-model"]
+    insides = otel.named("inside")
+    assert len(insides) == 3
+    for inside in insides:
+        assert ancestors(inside, spans) == ["execute_tool fetch", "invoke_agent"]
+    assert otel.opened.open == set()
+
+
+async def test_a_failing_inner_client_leaves_no_span_current(
+    otel: Otel, autojump_clock: trio.testing.MockClock
+) -> None:
+    tracer = otel.tracer_provider.get_tracer("an HTTP client")
+    model = TracedModel([batch("lookup")], tracer, fail=True)
+    agent = FunctionInvokingChatClient(model, [lookup], telemetry=otel.telemetry())
+    outside = trace.get_current_span()
+    with trio.fail_after(10), pytest.raises(ChatClientError):
+        await agent.get_response(USER)
+    assert trace.get_current_span() is outside
+    (chat,) = otel.named("chat")
+    assert chat.status.status_code is StatusCode.ERROR
+    (request,) = otel.named("POST 1")
+    assert ancestors(request, otel.spans()) == ["chat test-model", "invoke_agent"]
+    assert otel.opened.open == set()
+
+
 async def test_calls_of_a_run_that_is_not_sampled_run_in_its_trace(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -472,8 +573,8 @@ async def test_calls_of_a_run_that_is_not_sampled_run_in_its_trace(
 
 @attrs.define
 class Recorder:
-    """An observer of its own, without OpenTelemetry; ``running`` says whether its call
-    observations have the optional ``running()`` (an observer written before it has not)."""
+    """An observer of its own, without OpenTelemetry; ``running`` says whether its call and
+    chat observations have the optional ``running()`` (an observer written before it has not)."""
 
     running: bool
     events: list[str] = attrs.Factory(list)
@@ -485,11 +586,22 @@ class Recorder:
     def chat(self, client: object, messages: Sequence[ChatMessage], options: RunOptions) -> Any:
         events = self.events
 
+        events.append("chat started")
+
         class Chat:
             def end(self, finish: Any, message: Any, error: BaseException | None) -> None:
                 events.append("chat ended")
 
-        return Chat()
+        class Running(Chat):
+            @contextmanager
+            def running(self) -> Iterator[None]:
+                events.append("chat running")
+                try:
+                    yield
+                finally:
+                    events.append("chat left")
+
+        return Running() if self.running else Chat()
 
     def tool(self, call: ToolCall, tool: Any, arguments: Any) -> Any:
         events = self.events
@@ -515,7 +627,7 @@ class Recorder:
 
 
 @pytest.mark.parametrize("running", [True, False])
-async def test_an_observer_runs_each_call_inside_its_running_if_it_has_one(
+async def test_an_observer_runs_each_call_and_stream_inside_its_running_if_it_has_one(
     running: bool, autojump_clock: trio.testing.MockClock
 ) -> None:
     recorder = Recorder(running)
@@ -539,6 +651,13 @@ async def test_an_observer_runs_each_call_inside_its_running_if_it_has_one(
             ]
         else:
             assert mine == [f"{call} started", f"{call} ended {error}"]
+    chats = [e for e in recorder.events if e.startswith("chat")]
+    if running:  # around the whole stream, left before the end, before any call starts
+        assert chats == ["chat started", "chat running", "chat left", "chat ended"] * 2
+        first_call = recorder.events.index("lookup-0 started")
+        assert recorder.events.index("chat left") < first_call
+    else:
+        assert chats == ["chat started", "chat ended"] * 2
 
 
 class OwnInterrupt(BaseException):

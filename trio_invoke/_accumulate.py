@@ -34,6 +34,17 @@ from ._updates import (
 __all__ = ["AccumulatedToolCall", "ToolCallAccumulator"]
 
 
+def _not_text(update: AgentResponseUpdate, field: str, value: object) -> str:
+    return f"{type(update).__name__}.{field} must be a str, got {value!r:.80}"
+
+
+def _call_id(update: ToolCallStart | ToolCallArgs | ToolCallEnd) -> str:
+    """The update's call id, checked: a str (a buggy client's ``None`` is no key to merge on)."""
+    if not isinstance(update.id, str):
+        raise StreamProtocolError(_not_text(update, "id", update.id))
+    return update.id
+
+
 @attrs.define
 class AccumulatedToolCall:
     """A tool call as the stream has delivered it so far."""
@@ -78,21 +89,28 @@ class ToolCallAccumulator:
         """Take one update; return the finished call when ``update`` ends one.
 
         Raises:
-            StreamProtocolError: ``update`` contradicts what came before; the message names the
-                call id and the problem.
+            StreamProtocolError: ``update`` contradicts what came before, or a text, name, id or
+                arguments piece of it is not a ``str``; the message names the call id (or the
+                field) and the problem.
         """
         if isinstance(update, TextDelta):
+            if not isinstance(update.text, str):
+                raise StreamProtocolError(_not_text(update, "text", update.text))
             self._text.append(update.text)
         elif isinstance(update, ToolCallArgs):
-            open_call = self._open.get(update.id)
+            if not isinstance(update.args_delta, str):
+                raise StreamProtocolError(_not_text(update, "args_delta", update.args_delta))
+            open_call = self._open.get(_call_id(update))
             if open_call is None:
                 raise StreamProtocolError(self._not_open(update.id, "ToolCallArgs"))
             open_call[1].append(update.args_delta)
         elif isinstance(update, ToolCallStart):
             self._start(update)
         elif isinstance(update, ToolCallEnd):
-            return self._end(update.id)
+            return self._end(_call_id(update))
         elif isinstance(update, ReasoningDelta):
+            if not isinstance(update.text, str):
+                raise StreamProtocolError(_not_text(update, "text", update.text))
             self._reasoning.append(update.text)
             if self._reasoning_field is None:
                 self._reasoning_field = update.field
@@ -113,6 +131,9 @@ class ToolCallAccumulator:
             item[name] = text if not isinstance(before, str) else before + text
 
     def _start(self, update: ToolCallStart) -> None:
+        _call_id(update)
+        if not isinstance(update.name, str):
+            raise StreamProtocolError(_not_text(update, "name", update.name))
         positions = self._positions
         if update.id in positions:
             state = "still open" if update.id in self._open else "already ended"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from types import TracebackType
 from typing import Literal
 
 import trio
@@ -32,6 +31,7 @@ from .._client import ChatClient
 from .._exceptions import ConfigurationError
 from .._messages import ChatMessage, MessageRole
 from .._middleware import ToolMiddleware
+from .._once import Once
 from .._options import RunOptions
 from .._threads import ToolThreads
 from .._tools import Tool, ToolDefinition, check_tool
@@ -100,41 +100,6 @@ def _check(name: str, value: float | None, minimum: int, *, integer: bool = True
         )
     if not integer and value <= minimum:
         raise ConfigurationError(f"{name} must be a number > {minimum} or None, got {value!r}")
-
-
-class _Once(AbstractAsyncContextManager[InvocationStream]):
-    """One run's context manager: entered once (a second time is an error that says so).
-
-    Entering and leaving are protected from ``KeyboardInterrupt`` as Trio protects its own
-    nursery's: a Ctrl-C that lands there is raised at the next checkpoint instead, so it never
-    leaves the run's nursery half entered or half closed (only the caller's body takes it
-    where it is).
-    """
-
-    __slots__ = ("_entered", "_manager")
-
-    def __init__(self, manager: AbstractAsyncContextManager[InvocationStream]) -> None:
-        self._manager = manager
-        self._entered = False
-
-    @trio.lowlevel.enable_ki_protection
-    async def __aenter__(self) -> InvocationStream:
-        if self._entered:
-            raise RuntimeError(
-                "this run was already entered: each value agent.run(...) returns is one run, "
-                "entered once; call agent.run(...) again for another"
-            )
-        self._entered = True
-        return await self._manager.__aenter__()
-
-    @trio.lowlevel.enable_ki_protection
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool | None:
-        return await self._manager.__aexit__(kind, value, traceback)
 
 
 class FunctionInvokingChatClient:
@@ -239,6 +204,13 @@ class FunctionInvokingChatClient:
         self.middleware = _checked_middleware(middleware)
         self.telemetry = telemetry
         _check("max_consecutive_errors", max_consecutive_errors, 1)
+        for flag, value in (
+            ("sequential", sequential),
+            ("include_detailed_errors", include_detailed_errors),
+            ("eager_tools", eager_tools),
+        ):  # a string from a config file ("false") would otherwise turn it on
+            if not isinstance(value, bool):
+                raise ConfigurationError(f"{flag} must be True or False, got {value!r}")
         self.inner = inner
         self.max_rounds = max_rounds
         self.on_max_rounds = on_max_rounds
@@ -295,7 +267,7 @@ class FunctionInvokingChatClient:
         the calls that were complete (each answered, ``"Error: cancelled"`` if it never
         finished), nothing of calls the model had not finished sending.
         """
-        return _Once(self._run(messages, options))
+        return Once(self._run(messages, options), "agent.run(...)")
 
     @asynccontextmanager
     async def _run(

@@ -20,7 +20,14 @@ __all__ = ["ChatObservation", "Observer", "RunObservation", "ToolObservation"]
 
 
 class ChatObservation(Protocol):
-    """One model call."""
+    """One model call.
+
+    An observation may also have ``running() -> ContextManager[object]``: what the inner
+    client's stream runs inside, entered and left in the round's consumer task around the
+    whole stream (``Telemetry``'s makes the call's span the current one, so that what the
+    inner client traces -- its HTTP request -- is its child). Optional, as for a
+    :class:`ToolObservation`.
+    """
 
     def end(
         self, finish: Finish | None, message: ChatMessage | None, error: BaseException | None

@@ -30,7 +30,7 @@ from .._validate import compile_validator, parse_arguments
 from ._channels import primary
 from ._hooks import RunObservation
 
-__all__ = ["Entry", "Limits", "Site", "invoke", "not_run", "ready"]
+__all__ = ["NOTHING", "Entry", "Limits", "Site", "invoke", "not_run", "ready"]
 
 
 @attrs.define(eq=False)
@@ -231,7 +231,7 @@ async def _around(
     return called
 
 
-_NOTHING: Final = contextlib.nullcontext()
+NOTHING: Final = contextlib.nullcontext()
 """What a call runs in when its observation has no ``running`` (one, reused: it holds nothing)."""
 
 
@@ -252,7 +252,7 @@ async def _observed(
     observed = site.observation.tool(call, entry.tool, arguments)
     running = getattr(observed, "running", None)  # optional: observers may predate it
     try:
-        with _NOTHING if running is None else running():  # entered and left in this task
+        with NOTHING if running is None else running():  # entered and left in this task
             called = await _timed(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )

@@ -21,7 +21,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the test hides opentelemetry and re-imports
     raise ImportError(
         "trio_invoke.otel needs opentelemetry-api, which is not installed: "
-        'pip install "trio_invoke[otel]"'
+        'pip install "trio_invoke[otel]" (from a checkout: pip install ".[otel]")'
     ) from exc
 
 __all__ = ["Telemetry"]
@@ -174,7 +174,8 @@ class _Run:
             span.set_attributes(attributes)
             if self.telemetry.capture_content:
                 span.set_attribute(names.INPUT_MESSAGES, _messages_json(messages))
-        return _Chat(self.telemetry, span, attributes, time.perf_counter())
+        context = trace.set_span_in_context(span, self.context)
+        return _Chat(self.telemetry, span, attributes, time.perf_counter(), context)
 
     def tool(
         self, call: ToolCall, tool: Tool, arguments: Mapping[str, Any]
@@ -217,6 +218,11 @@ class _Chat:
     span: trace.Span
     attributes: dict[str, Any]
     started: float
+    context: otel_context.Context
+    """The run's context with this call's span current: what the inner client streams in."""
+
+    def running(self) -> _Current:
+        return _Current(self.context)
 
     def end(
         self, finish: Finish | None, message: ChatMessage | None, error: BaseException | None

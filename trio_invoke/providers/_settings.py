@@ -26,7 +26,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extras sessions import this without httpx2
     raise ImportError(
         "trio_invoke's HTTP clients need httpx2, which is not installed: "
-        'pip install "trio_invoke[openai]"'
+        'pip install "trio_invoke[openai]" (from a checkout: pip install ".[openai]")'
     ) from exc
 
 __all__ = [

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TypeAlias
 
 import attrs
 
 from .._messages import ChatMessage
+from .._once import entered_once
 from .._options import RunOptions
 from .._scripted import (
     ScriptedCall,
@@ -81,13 +82,14 @@ class FunctionChatClient:
                 f"{_describe(value)}"
             )
 
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[AgentResponseUpdate]]:
         """Call the function and stream what it returned.
 
         Raises:
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                model call: call ``run()`` again).
             TypeError: the function returned something that is neither a string nor an
                 iterable of updates (``None``, say: a missing ``return``; a dict), or an item
                 of what it returned is not an update, an exception or a string. The message
@@ -98,14 +100,28 @@ class FunctionChatClient:
         Whatever the function raises propagates from entering the context manager.
 
         Cancellation: an ``async`` function is cancelled where it waits, or the stream stops
-        where it was; the call stays recorded in :attr:`calls` either way.
+        where it was; the call stays recorded in :attr:`calls` either way. A generator the
+        function returned is closed on leaving, read to its end or not (its ``finally`` blocks
+        run then, as a real client's stream is closed when its response is left).
         """
+        return self._run(messages, options)
+
+    @entered_once
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """The generator behind :meth:`run`."""
         call = ScriptedCall(tuple(messages), options or RunOptions())
         self.calls.append(call)
         response = self.function(call.messages, call.options)
         if inspect.isawaitable(response):
             response = await response
-        yield _replay_of(response, self.delay)
+        replay = _replay_of(response, self.delay)
+        try:
+            yield replay
+        finally:
+            replay.close()
 
 
 def _replay_of(response: object, delay: float) -> _Replay:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -33,6 +33,7 @@ import trio
 
 from ..._exceptions import ConfigurationError
 from ..._messages import ChatMessage, Usage
+from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate, Finish
 from ._decode import AnthropicDecoder, error_description
@@ -43,7 +44,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-imports this module
     raise ImportError(
         "AnthropicChatClient needs httpx2, which is not installed: "
-        'pip install "trio_invoke[anthropic]"'
+        'pip install "trio_invoke[anthropic]" (from a checkout: pip install ".[anthropic]")'
     ) from exc
 
 from .._http import RetryPolicy, SSEStream, checked_timeout
@@ -312,10 +313,9 @@ class AnthropicChatClient(Pooled):
         body.update(_checked_options(options.model_options))
         return {key: value for key, value in body.items() if value is not None}
 
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[AgentResponseUpdate]]:
         """Send ``messages`` and stream the model's response as updates.
 
         The request is sent (and retried) on entry; the body is read as you iterate. The stream
@@ -325,6 +325,8 @@ class AnthropicChatClient(Pooled):
         ``thinking_blocks``. A ``pause_turn`` is continued within the run (see the class).
 
         Raises:
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                model call: call ``run()`` again).
             HTTPStatusError: the server answered 4xx/5xx (after the retries, for 429, 529 and
                 5xx), with the error's ``error_type`` and ``message``.
             ModelConnectionError: the server could not be reached (after the retries), or the
@@ -341,6 +343,14 @@ class AnthropicChatClient(Pooled):
         closes the HTTP response and its connection before the block exits; updates not yet
         received are lost. A cancelled retry wait sends nothing more.
         """
+        return self._run(messages, options)
+
+    @entered_once
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """The generator behind :meth:`run`."""
         body = self.request_body(messages, options)
         async with AsyncExitStack() as stack:
             http = await self._http(stack)

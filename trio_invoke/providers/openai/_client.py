@@ -19,13 +19,14 @@ The layers, outside in:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Final
 
 import attrs
 
 from ..._exceptions import ConfigurationError
 from ..._messages import ChatMessage
+from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate
 from ._decode import ChunkDecoder, error_message
@@ -35,7 +36,8 @@ try:
     import httpx2
 except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-imports this module
     raise ImportError(
-        'OpenAIChatClient needs httpx2, which is not installed: pip install "trio_invoke[openai]"'
+        'OpenAIChatClient needs httpx2, which is not installed: pip install "trio_invoke[openai]" '
+        '(from a checkout: pip install ".[openai]")'
     ) from exc
 
 from .._http import RetryPolicy, checked_timeout
@@ -248,10 +250,9 @@ class OpenAIChatClient(Pooled):
         body.update(_checked_options(options.model_options))
         return {key: value for key, value in body.items() if value is not None}
 
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[AgentResponseUpdate]]:
         """Send ``messages`` and stream the model's response as updates.
 
         The request is sent (and retried) on entry; the body is read as you iterate. The stream
@@ -260,6 +261,8 @@ class OpenAIChatClient(Pooled):
         the text it precedes), OpenRouter's ``reasoning_details`` as ``ProviderDataDelta``.
 
         Raises:
+            RuntimeError: the value ``run()`` returned is entered a second time (each is one
+                model call: call ``run()`` again).
             HTTPStatusError: the server answered 4xx/5xx (after the retries, for 429 and 5xx).
             ModelConnectionError: the server could not be reached (after the retries), or the
                 connection broke mid-response (raised while iterating).
@@ -274,6 +277,14 @@ class OpenAIChatClient(Pooled):
         closes the HTTP response and its connection before the block exits; updates not yet
         received are lost. A cancelled retry wait sends nothing more.
         """
+        return self._run(messages, options)
+
+    @entered_once
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """The generator behind :meth:`run`."""
         body = self.request_body(messages, options)
         async with AsyncExitStack() as stack:
             http = await self._http(stack)
