@@ -205,6 +205,32 @@ async def test_a_good_key_and_headers_are_sent_as_they_are(server: SSEServer) ->
 
 
 @pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_header_in_another_case_replaces_the_clients_own(
+    server: SSEServer, client: str
+) -> None:
+    # One of each goes out: the headers given replace the client's defaults, the API key's
+    # header replaces a header of that name given (as when the names' cases agree).
+    server.add(Reply.error(400, {"error": {"message": "x"}}))
+    key_header = "authorization" if client == "openai" else "x-api-key"
+    headers = {"accept": "application/json", key_header.upper(): "other", "X-Mine": "1"}
+    if client == "anthropic":
+        headers["Anthropic-Version"] = "2099-01-01"
+    base = server.url if client == "openai" else server.root
+    model = build(client, base_url=base, api_key="sk-k", headers=headers, max_retries=0)
+    with pytest.raises(HTTPStatusError):
+        await stream_updates(model)
+    lines = server.requests[0].lines
+    names = [name for name, _ in lines]
+    assert len(names) == len(set(names)), lines
+    sent = dict(lines)
+    assert sent["accept"] == "application/json"
+    assert sent[key_header] == ("Bearer sk-k" if client == "openai" else "sk-k")
+    assert sent["x-mine"] == "1"
+    if client == "anthropic":
+        assert sent["anthropic-version"] == "2099-01-01"
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
 async def test_credentials_in_base_url_are_not_shown(server: SSEServer, client: str) -> None:
     # A proxy's user and password in the URL: sent (as basic auth), never shown.
     base = f"http://user:{SECRET}@127.0.0.1:{server.port}"

@@ -38,6 +38,7 @@ __all__ = [
     "checked_headers",
     "checked_options",
     "endpoint",
+    "merged_headers",
     "shown_url",
 ]
 
@@ -153,6 +154,16 @@ def checked_headers(value: Mapping[str, str] | None) -> Mapping[str, str]:
                 "newline, a control character or non-ASCII, or starts or ends with whitespace"
             )
     return MappingProxyType(headers)
+
+
+def merged_headers(*layers: Mapping[str, str]) -> dict[str, str]:
+    """The headers of ``layers``, a later layer's header replacing an earlier one of the same
+    name in any case (``authorization`` replaces ``Authorization``: one of each goes out)."""
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            merged[name.lower()] = (name, value)
+    return dict(merged.values())
 
 
 def check_http_client(_: object, __: attrs.Attribute[Any], value: object) -> None:

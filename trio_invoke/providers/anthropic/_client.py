@@ -57,6 +57,7 @@ from .._settings import (
     checked_headers,
     checked_options,
     endpoint,
+    merged_headers,
     shown_url,
 )
 
@@ -266,13 +267,9 @@ class AnthropicChatClient(Pooled):
                 f"thinking budget_tokens ({thinking['budget_tokens']}) must be below "
                 f"max_tokens ({self.max_tokens}): the thinking counts towards max_tokens"
             )
-        self._headers = {
-            "Accept": "text/event-stream",
-            "anthropic-version": self.anthropic_version,
-            **self._extra_headers,
-        }
-        if self._api_key:
-            self._headers["x-api-key"] = self._api_key
+        defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
+        key = {"x-api-key": self._api_key} if self._api_key else {}
+        self._headers = merged_headers(defaults, self._extra_headers, key)
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""

@@ -50,6 +50,7 @@ from .._settings import (
     checked_headers,
     checked_options,
     endpoint,
+    merged_headers,
     shown_url,
 )
 
@@ -207,9 +208,8 @@ class OpenAIChatClient(Pooled):
                 f"send_reasoning=True cannot apply to {self.base_url}: the {self.family.name} "
                 "API takes no reasoning back"
             )
-        self._headers = {"Accept": "text/event-stream", **self._extra_headers}
-        if self._api_key:
-            self._headers["Authorization"] = f"Bearer {self._api_key}"
+        key = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        self._headers = merged_headers({"Accept": "text/event-stream"}, self._extra_headers, key)
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
