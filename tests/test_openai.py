@@ -7,6 +7,7 @@ import itertools
 import json
 import pickle
 import sys
+import time
 from typing import Any
 
 import httpx2
@@ -670,6 +671,26 @@ def test_retry_after_forms() -> None:
     assert parse(retry_after="-3") == 0
     assert parse(retry_after_ms="250", retry_after="9") == 0.25  # OpenAI's header wins
     assert parse(retry_after_ms="x", retry_after="9") == 9
+
+
+@pytest.mark.parametrize(
+    "date",
+    ["Wed Oct 21 07:28:30 2015", "Wed, 21 Oct 2015 07:28:30 -0000"],
+    ids=["asctime", "no zone"],
+)
+def test_a_retry_after_date_without_a_zone_is_gmt(
+    date: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # RFC 9110: every HTTP date is GMT, the obsolete asctime form too. The local zone of the
+    # machine reading it changes nothing.
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        headers = httpx2.Headers({"retry-after": date})
+        assert _retry_after(headers, now=1445412480.0) == 30  # 2015-10-21 07:28:00Z
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 async def test_connection_refused_is_retried_then_raised() -> None:

@@ -36,6 +36,7 @@ import random
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Any, Final, Protocol
 
@@ -194,6 +195,8 @@ def retry_after(headers: httpx2.Headers, now: float | None = None) -> float | No
                 when = parsedate_to_datetime(value)
             except (TypeError, ValueError):
                 continue
+            if when.tzinfo is None:  # asctime, or -0000: an HTTP date is GMT all the same
+                when = when.replace(tzinfo=UTC)
             seconds = when.timestamp() - (time.time() if now is None else now)
         if math.isfinite(seconds):
             return max(0.0, seconds)
