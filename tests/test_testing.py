@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import trio_invoke.testing
 from trio_invoke import (
     ChatMessage,
+    ConversationError,
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
@@ -365,8 +366,10 @@ def test_a_paused_batch_answered_out_of_call_order_cannot_resume_validly() -> No
     ]
     with pytest.raises(AssertionError, match="answers 'c', but call order expects 'b'"):
         assert_transcript_valid(paused, allow_pending_approval=True)
-    agent = FunctionInvokingChatClient(ScriptedChatClient(["done"]), ECHOES)
+    # ... and the loop refuses to resume it, before anything runs (b's answer would follow c's).
+    model = ScriptedChatClient(["done"])
+    agent = FunctionInvokingChatClient(model, ECHOES)
     approve = RunOptions(tool_approval_responses=[ToolApprovalResponse("b", approved=True)])
-    resumed = trio.run(run_to_completion, agent, paused, approve)
-    with pytest.raises(AssertionError, match="answers 'c', but call order expects 'b'"):
-        assert_transcript_valid([*paused, *resumed.messages])
+    with pytest.raises(ConversationError, match=r"'c', but 'b', an earlier call"):
+        trio.run(run_to_completion, agent, paused, approve)
+    assert model.calls == []
