@@ -26,6 +26,7 @@ from trio_invoke import (
     FinishReason,
     HTTPStatusError,
     ModelConnectionError,
+    ModelResponseError,
     ModelTimeoutError,
     OpenAIChatClient,
     RunOptions,
@@ -639,6 +640,35 @@ async def test_a_stream_used_after_its_block_is_a_closed_resource(
         with pytest.raises(trio.ClosedResourceError, match="was closed"):
             await anext(stream)
         await server.closed_while_stalled.wait()
+    no_resource_warnings()
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize("endless", ["one line", "data lines"])
+async def test_an_event_that_never_ends_is_a_response_error_not_a_memory_leak(
+    server: SSEServer, client: str, endless: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A hostile or broken server that sends an event without end (a line with no line end, or
+    # data lines with no blank line): the client stops reading past the limit, after giving the
+    # updates before it, closes the connection, and says what happened.
+    monkeypatch.setattr("trio_invoke.providers._http.MAX_EVENT_SIZE", 100_000)
+    piece = b"x" * 10_000 if endless == "one line" else b"data: x\n" * 1_250
+    first = delta("a") if client == "openai" else ANTHROPIC_TEXT
+    head = b"data: " if endless == "one line" else b""
+    server.add(Reply([first, head, *[piece] * 40], ending="stall"))
+    model: OpenAIChatClient | AnthropicChatClient
+    if client == "openai":
+        model = OpenAIChatClient("m", base_url=server.url)
+    else:
+        model = AnthropicChatClient("claude-x", base_url=server.root)
+    seen: list[AgentResponseUpdate] = []
+    with trio.fail_after(10):
+        with pytest.raises(ModelResponseError, match=r"over 100,000 bytes that does not end"):
+            async with model.run(USER) as stream:
+                async for update in stream:
+                    seen.append(update)
+        await server.closed_while_sending.wait()  # it hung up before the 40 pieces were sent
+    assert seen[:1] == [TextDelta("a")]
     no_resource_warnings()
 
 

@@ -62,7 +62,7 @@ from .._exceptions import (
 from .._text import wire_text
 from .._updates import AgentResponseUpdate
 from .._validate import non_finite
-from ._sse import ServerSentEvent, SSEParser
+from ._sse import MAX_EVENT_SIZE, ServerSentEvent, SSEParser
 
 __all__ = [
     "PREVIEW",
@@ -400,7 +400,7 @@ class SSEStream:
         self._patience = math.inf if timeout.read is None else timeout.read
         self._deadline = trio.current_time() + self._patience
         self._bytes = response.aiter_bytes()
-        self._parser = SSEParser()
+        self._parser = SSEParser(MAX_EVENT_SIZE)
         self._pending: deque[AgentResponseUpdate] = deque()
         self._error: ModelResponseError | None = None
         self._ended = False
@@ -483,8 +483,15 @@ class SSEStream:
             pending = self._pending
             before = len(pending)
             decode = self._decoder.event
-            for event in self._parser.feed(piece):
+            parser = self._parser
+            for event in parser.feed(piece):
                 pending.extend(decode(event))
+            if parser.too_large:  # a hostile or broken server: never hold it all
+                raise ModelResponseError(
+                    f"the response from {self._url} holds an event of over "
+                    f"{parser.max_event_size:,} bytes that does not end (no blank line): not "
+                    "a model's stream"
+                )
             self._fresh = len(pending) > before
             if self._fresh:
                 self._deadline = trio.current_time() + self._patience
