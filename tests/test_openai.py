@@ -482,11 +482,28 @@ def test_defaults_without_environment() -> None:
 
 
 @pytest.mark.parametrize(
+    "base_url",
+    [
+        "ftp://user:s3cret@example.com/v1",
+        "http://user:s3cret@localhost:8000/v1/chat/completions",
+        "localhost?api_key=s3cret",
+    ],
+)
+def test_a_bad_base_url_is_refused_without_showing_its_secrets(base_url: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        OpenAIChatClient("m", base_url=base_url)
+    assert "s3cret" not in str(caught.value)
+    assert "***" in str(caught.value)
+
+
+@pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"base_url": "localhost:11434"}, "http"),
         ({"base_url": "ftp://example.com/v1"}, "http"),
         ({"base_url": "http://[::1/v1"}, "not a valid URL"),
+        ({"base_url": "http://localhost:11434/v1/chat/completions"}, "without /chat/completions"),
+        ({"base_url": "https://api.example.com/v1/chat/completions/"}, "the API root"),
         ({"max_retries": -1}, "max_retries"),
         ({"max_retries": True}, "max_retries"),
         ({"retry_backoff": -0.5}, "retry_backoff"),

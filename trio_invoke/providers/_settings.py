@@ -59,9 +59,13 @@ def base_url_from(value: str | None, *, env: str, default: str, example: str) ->
     try:
         parsed = httpx2.URL(base)
     except httpx2.InvalidURL as exc:
-        raise ConfigurationError(f"base_url {base!r} is not a valid URL: {exc}") from None
+        raise ConfigurationError(
+            f"base_url {shown_url(base)!r} is not a valid URL: {exc}"
+        ) from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigurationError(f"base_url must be an http(s) URL such as {example}, got {base!r}")
+        raise ConfigurationError(
+            f"base_url must be an http(s) URL such as {example}, got {shown_url(base)!r}"
+        )
     return base
 
 

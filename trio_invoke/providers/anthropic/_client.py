@@ -85,7 +85,7 @@ def _base_url(value: str | None) -> str:
     if httpx2.URL(base).path.rstrip("/").endswith("/v1"):
         raise ConfigurationError(
             f"base_url is the API root, without /v1 (requests go to {{base_url}}/v1/messages), "
-            f"got {base!r}"
+            f"got {shown_url(base)!r}"
         )
     return base
 
