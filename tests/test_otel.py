@@ -809,3 +809,63 @@ def test_import_without_opentelemetry_names_the_extra(monkeypatch: pytest.Monkey
         monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ImportError, match=r'pip install "trio_invoke\[otel\]"'):
         import trio_invoke.otel  # noqa: F401
+
+
+class NurseryModel:
+    """A model client that streams inside a nursery of its own (a connection's reader task, a
+    keep-alive): cut short, what leaves its ``run()`` is a group holding the ``Cancelled`` (or
+    the interrupt)."""
+
+    model = "test-model"
+
+    def __init__(self, interrupt: BaseException | None = None) -> None:
+        self.interrupt = interrupt
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._reader)
+            yield self._updates()
+            nursery.cancel_scope.cancel()
+
+    async def _reader(self) -> None:
+        await trio.sleep(0.5)
+        if self.interrupt is not None:
+            raise self.interrupt
+        await trio.sleep_forever()
+
+    async def _updates(self) -> AsyncIterator[AgentResponseUpdate]:
+        yield TextDelta("a")
+        await trio.sleep(10)
+        yield Finish(FinishReason.STOP)
+
+
+@pytest.mark.parametrize("how", ["run's scope", "caller's scope", "interrupt"])
+async def test_a_model_call_cut_short_in_its_clients_own_nursery_names_what_cut_it(
+    otel: Otel, how: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The chat span's error.type (and the duration metric's) is "cancelled" or the interrupt's
+    # name, as for a tool call whose own nursery lets out the group, never "BaseExceptionGroup".
+    interrupt = KeyboardInterrupt() if how == "interrupt" else None
+    agent = FunctionInvokingChatClient(NurseryModel(interrupt), telemetry=otel.telemetry())
+    with trio.fail_after(100):
+        if how == "run's scope":
+            scope = trio.CancelScope(deadline=trio.current_time() + 1)
+            await run_to_completion(agent, USER, RunOptions(cancel_scope=scope))
+        elif how == "caller's scope":
+            with trio.move_on_after(1):
+                await run_to_completion(agent, USER)
+        else:
+            with pytest.raises(KeyboardInterrupt):
+                await run_to_completion(agent, USER)
+    expected = "KeyboardInterrupt" if how == "interrupt" else "cancelled"
+    (chat,) = otel.named("chat")
+    assert (chat.attributes or {})["error.type"] == expected
+    assert chat.status.status_code is StatusCode.ERROR
+    (run,) = otel.named("invoke_agent")
+    assert (run.attributes or {})["error.type"] == expected
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.attributes["error.type"] == expected
+    assert otel.opened.open == set()
