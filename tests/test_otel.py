@@ -31,9 +31,12 @@ from trio_invoke import (
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
+    ImagePart,
+    ReasoningDelta,
     RunOptions,
     ScriptedChatClient,
     TextDelta,
+    TextPart,
     ToolCall,
     ToolCalled,
     ToolCallEnd,
@@ -224,9 +227,97 @@ async def test_capture_content_records_messages_arguments_and_results(otel: Otel
     assert attributes["gen_ai.tool.call.result"] == f"{SECRET} about {SECRET}"
     first, second = otel.named("chat")
     inputs = json.loads(str((first.attributes or {})["gen_ai.input.messages"]))
-    assert inputs == [{"role": "user", "content": "What is the secret plan?"}]
+    # The conventions' JSON schemas (gen-ai-input-messages.json, gen-ai-output-messages.json):
+    # role and parts, an output message's finish_reason; not the OpenAI format of to_dict().
+    assert inputs == [
+        {"role": "user", "parts": [{"type": "text", "content": "What is the secret plan?"}]}
+    ]
     outputs = json.loads(str((second.attributes or {})["gen_ai.output.messages"]))
-    assert outputs == [{"role": "assistant", "content": "It is done."}]
+    assert outputs == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "It is done."}],
+            "finish_reason": "stop",
+        }
+    ]
+    second_inputs = json.loads(str((second.attributes or {})["gen_ai.input.messages"]))
+    assert second_inputs[1:] == [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "lookup-0",
+                    "name": "lookup",
+                    "arguments": {"topic": SECRET},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool_call_response",
+                    "id": "lookup-0",
+                    "response": f"{SECRET} about {SECRET}",
+                }
+            ],
+        },
+    ]
+    first_outputs = json.loads(str((first.attributes or {})["gen_ai.output.messages"]))
+    assert first_outputs[0]["finish_reason"] == "tool_calls"
+    assert first_outputs[0]["parts"][0]["type"] == "tool_call"
+
+
+async def test_captured_messages_hold_every_kind_of_part_as_the_conventions_describe(
+    otel: Otel,
+) -> None:
+    earlier = ToolCall("c0", "lookup", "not json \ud800")
+    conversation = [
+        ChatMessage.system("Be brief."),
+        ChatMessage.user(
+            [
+                TextPart("Look:"),
+                ImagePart(url="https://example.com/a.png"),
+                ImagePart(data="iVBO", media_type="image/png"),
+            ]
+        ),
+        ChatMessage.assistant("ok", tool_calls=[earlier]),
+        ChatMessage.tool_result(earlier, "bad \ud800 text"),
+    ]
+    script = [[ReasoningDelta("Hmm."), TextDelta("Done."), Finish(FinishReason.LENGTH)]]
+    agent = FunctionInvokingChatClient(
+        Model(script), telemetry=otel.telemetry(capture_content=True)
+    )
+    await run_to_completion(agent, conversation)
+    (chat,) = otel.named("chat")
+    raw_inputs = str((chat.attributes or {})["gen_ai.input.messages"])
+    raw_inputs.encode()  # valid Unicode: an exporter encodes it as UTF-8
+    inputs = json.loads(raw_inputs)
+    assert inputs[0] == {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]}
+    assert inputs[1]["parts"] == [
+        {"type": "text", "content": "Look:"},
+        {"type": "uri", "modality": "image", "uri": "https://example.com/a.png"},
+        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBO"},
+    ]
+    assert inputs[2]["parts"] == [
+        {"type": "text", "content": "ok"},
+        {"type": "tool_call", "id": "c0", "name": "lookup", "arguments": "not json \ufffd"},
+    ]
+    assert inputs[3]["parts"] == [
+        {"type": "tool_call_response", "id": "c0", "response": "bad \ufffd text"}
+    ]
+    outputs = json.loads(str((chat.attributes or {})["gen_ai.output.messages"]))
+    assert outputs == [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "content": "Hmm."},
+                {"type": "text", "content": "Done."},
+            ],
+            "finish_reason": "length",
+        }
+    ]
 
 
 async def test_timeouts_and_cancellations_end_their_spans_as_errors(

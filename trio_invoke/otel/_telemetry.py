@@ -9,8 +9,10 @@ from typing import Any
 
 import attrs
 
-from .._messages import ChatMessage, FinishReason, ToolCall, Usage
+from .._content import ContentPart, ImagePart, TextPart
+from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
 from .._options import RunOptions
+from .._text import wire_text
 from .._tools import Tool
 from .._updates import Finish, ToolCalled
 from . import _attributes as names
@@ -49,11 +51,59 @@ def _version() -> str:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    """``value`` as compact JSON, valid Unicode (an exporter encodes it as UTF-8)."""
+    return wire_text(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr))
 
 
-def _messages_json(messages: Sequence[ChatMessage]) -> str:
-    return _json([message.to_dict() for message in messages])
+def _part(part: ContentPart) -> dict[str, Any]:
+    """A content part as the conventions' message part: text, an image's URI or its data."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "content": part.text}
+    if isinstance(part, ImagePart):
+        if part.url is not None:
+            return {"type": "uri", "modality": "image", "uri": part.url}
+        return {
+            "type": "blob",
+            "modality": "image",
+            "mime_type": part.media_type,
+            "content": part.data,
+        }
+    return part.to_dict()  # a RawPart: a generic part of its own type
+
+
+def _arguments(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # as the model sent it, if it is not JSON
+        return text
+
+
+def _message(message: ChatMessage, finish_reason: str | None = None) -> dict[str, Any]:
+    """A message as the GenAI conventions' JSON schemas describe one (``role`` and ``parts``;
+    an output message's ``finish_reason``), not in the OpenAI format of ``to_dict()``."""
+    parts: list[dict[str, Any]] = []
+    if message.reasoning:
+        parts.append({"type": "reasoning", "content": message.reasoning})
+    if message.role is MessageRole.TOOL:
+        response = {"type": "tool_call_response", "id": message.tool_call_id}
+        parts.append({**response, "response": message.text})
+    else:
+        parts.extend(_part(part) for part in message.parts)
+    for call in message.tool_calls or ():
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.id,
+                "name": call.name,
+                "arguments": _arguments(call.arguments),
+            }
+        )
+    found: dict[str, Any] = {"role": message.role.value, "parts": parts}
+    if message.name and message.role is not MessageRole.TOOL:  # (a tool message's: the tool's)
+        found["name"] = message.name
+    if finish_reason is not None:
+        found["finish_reason"] = finish_reason
+    return found
 
 
 def _error_name(error: BaseException) -> str:
@@ -110,8 +160,9 @@ class Telemetry:
         meter_provider: Where metrics go; default: the global one.
         capture_content: Also record what was said: the chat spans' ``gen_ai.input.messages`` /
             ``gen_ai.output.messages`` and the tool spans' ``gen_ai.tool.call.arguments`` /
-            ``gen_ai.tool.call.result`` (JSON). Off by default: no arguments, results or
-            message text in any attribute.
+            ``gen_ai.tool.call.result`` (JSON; messages as the conventions' schemas have them:
+            ``role``, ``parts``, an output's ``finish_reason``). Off by default: no arguments,
+            results or message text in any attribute.
         agent_name: Names the agent in the run span's name and ``gen_ai.agent.name``.
     """
 
@@ -173,7 +224,7 @@ class _Run:
         if span.is_recording():
             span.set_attributes(attributes)
             if self.telemetry.capture_content:
-                span.set_attribute(names.INPUT_MESSAGES, _messages_json(messages))
+                span.set_attribute(names.INPUT_MESSAGES, _json([_message(m) for m in messages]))
         context = trace.set_span_in_context(span, self.context)
         return _Chat(self.telemetry, span, attributes, time.perf_counter(), context)
 
@@ -242,7 +293,10 @@ class _Chat:
             if finish is not None:
                 span.set_attribute(names.RESPONSE_FINISH_REASONS, [finish.finish_reason.value])
             if self.telemetry.capture_content and message is not None:
-                span.set_attribute(names.OUTPUT_MESSAGES, _messages_json([message]))
+                reason = "error" if error is not None else FinishReason.STOP.value
+                if finish is not None:  # (a stream without a Finish is the model's stop)
+                    reason = finish.finish_reason.value
+                span.set_attribute(names.OUTPUT_MESSAGES, _json([_message(message, reason)]))
             if error is not None:
                 _fail(span, _error_name(error))
         span.end()
@@ -305,7 +359,7 @@ class _Tool:
         span = self.span
         if span.is_recording():
             if called is not None and self.telemetry.capture_content:
-                span.set_attribute(names.TOOL_CALL_RESULT, called.result)
+                span.set_attribute(names.TOOL_CALL_RESULT, wire_text(called.result))
             if error_type is not None:
                 _fail(span, error_type)
         span.end()
