@@ -14,7 +14,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -960,3 +960,71 @@ async def test_a_model_call_cut_short_in_its_clients_own_nursery_names_what_cut_
     (duration,) = otel.points("gen_ai.client.operation.duration")
     assert duration.attributes["error.type"] == expected
     assert otel.opened.open == set()
+
+
+class Faulty(SpanProcessor):
+    """A span processor (an exporter's, a user's own) that raises for the spans it is told of."""
+
+    def __init__(self, when: str, prefix: str) -> None:
+        self.when, self.prefix = when, prefix
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if self.when == "start" and span.name.startswith(self.prefix):
+            raise RuntimeError("the processor broke")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.when == "end" and span.name.startswith(self.prefix):
+            raise RuntimeError("the processor broke")
+
+
+class FaultyHistogram(metrics.NoOpHistogram):
+    def record(self, amount: Any, attributes: Any = None, context: Any = None) -> None:
+        raise RuntimeError("the meter broke")
+
+
+class FaultyMeter(metrics.NoOpMeter):
+    def create_histogram(self, name: str, *args: Any, **kwargs: Any) -> metrics.Histogram:
+        return FaultyHistogram(name)
+
+
+class FaultyMeterProvider(metrics.NoOpMeterProvider):
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> metrics.Meter:
+        return FaultyMeter(name)
+
+
+@pytest.mark.parametrize(
+    ("when", "prefix"),
+    [(when, prefix) for when in ("start", "end") for prefix in ("invoke", "chat", "execute")]
+    + [("record", "")],
+)
+async def test_a_failing_tracer_or_meter_never_changes_the_run(
+    otel: Otel,
+    when: str,
+    prefix: str,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Telemetry only watches: an SDK, exporter or processor that raises is logged, and the run
+    # (its results, its transcript, how it ends) is what it is without telemetry.
+    if when == "record":
+        telemetry = Telemetry(
+            tracer_provider=otel.tracer_provider, meter_provider=FaultyMeterProvider()
+        )
+    else:
+        otel.tracer_provider.add_span_processor(Faulty(when, prefix))
+        telemetry = otel.telemetry(capture_content=True)
+    script = [batch("lookup", "broken", usage=Usage(3, 1)), "done"]
+    agent = FunctionInvokingChatClient(Model(script), [lookup, broken], telemetry=telemetry)
+    with trio.fail_after(10):
+        result = await run_to_completion(agent, USER)
+    plain = await run_to_completion(
+        FunctionInvokingChatClient(Model(script), [lookup, broken]), USER
+    )
+    assert result.messages == plain.messages
+    assert result.updates[-1] == Finish(FinishReason.STOP, Usage(3, 1))
+    assert_transcript_valid([*USER, *result.messages])
+    assert "the processor broke" in caplog.text or "the meter broke" in caplog.text
+    started = {span.context.span_id for span in otel.spans()}
+    if when != "start":  # (a span whose start failed was never handed back to end)
+        assert otel.opened.open == set()
+        assert len(started) == 5
