@@ -1028,3 +1028,29 @@ async def test_a_failing_tracer_or_meter_never_changes_the_run(
     if when != "start":  # (a span whose start failed was never handed back to end)
         assert otel.opened.open == set()
         assert len(started) == 5
+
+
+async def test_every_attribute_is_valid_unicode_whatever_the_model_or_a_tool_holds(
+    otel: Otel,
+) -> None:
+    # A lone surrogate (a hostile server's "\ud800" in JSON) in a call id, a tool's description
+    # or anything captured would make an exporter's UTF-8 encoding fail, and lose the batch.
+    @tool(description="Looks \ud800 up.")
+    async def odd(topic: str) -> str:
+        return "result \udfff"
+
+    call = ToolCall("call-\ud800", "odd", '{"topic": "\\ud800"}')
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([tool_calls_response(call), "done \ud800"]),
+        [odd],
+        telemetry=otel.telemetry(capture_content=True),
+    )
+    await run_to_completion(agent, USER)
+    assert len(otel.spans()) == 4
+    for span in otel.spans():
+        for value in (span.attributes or {}).values():
+            for item in value if isinstance(value, tuple) else (value,):
+                if isinstance(item, str):
+                    item.encode()  # raises UnicodeEncodeError on a lone surrogate
+    (tool_span,) = otel.named("execute_tool")
+    assert (tool_span.attributes or {})["gen_ai.tool.call.id"] == "call-\ufffd"

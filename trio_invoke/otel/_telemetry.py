@@ -286,7 +286,7 @@ class _Run:
                         names.OPERATION_NAME: names.EXECUTE_TOOL,
                         names.TOOL_NAME: call.name,
                         names.TOOL_CALL_ID: wire_text(call.id),
-                        names.TOOL_DESCRIPTION: tool.description,
+                        names.TOOL_DESCRIPTION: wire_text(tool.description),
                         names.TOOL_TYPE: "function",
                     }
                 )
