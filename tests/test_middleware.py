@@ -449,3 +449,18 @@ async def test_run_options_replace_the_clients_middleware() -> None:
 def test_middleware_that_is_not_callable_is_a_type_error(bad: Any) -> None:
     with pytest.raises(TypeError, match="middleware"):
         FunctionInvokingChatClient(ScriptedChatClient([]), [add], middleware=bad)
+
+
+async def _lone(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    return await call_next(context)  # pragma: no cover
+
+
+@pytest.mark.parametrize("bad", [_lone, 42, [None], ["mw"]])
+async def test_run_options_middleware_that_is_not_a_sequence_of_middleware_is_a_type_error(
+    bad: Any,
+) -> None:
+    # A single middleware where a sequence belongs is named as such (not "'function' object is
+    # not iterable"), as the client's own argument is.
+    agent = FunctionInvokingChatClient(ScriptedChatClient(script()), [add])
+    with pytest.raises(TypeError, match="middleware"):
+        await run_to_completion(agent, USER, RunOptions(middleware=bad))
