@@ -285,8 +285,8 @@ class Round:
                             self._start_early(update, ended, events, nursery)
         except BaseException as exc:
             failure = _failure(run, exc)
-            if observed is not None:
-                observed.end(finish, accumulator.message(), failure)
+            if observed is not None:  # (the group of the client's own nursery: what it holds)
+                observed.end(finish, accumulator.message(), primary(failure))
             if failure is exc:
                 raise
             raise failure from failure.__cause__
