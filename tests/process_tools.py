@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import trio
 
-from trio_invoke import tool
+from trio_invoke import ApprovalRequiredTool, StopLoop, ToolError, tool
 
 DEADLINE = 60.0
 """Seconds after which a tool that should have been killed gives up by itself."""
@@ -171,11 +171,49 @@ def fail(kind: str) -> None:
             raise LockedError
         except LockedError as exc:
             raise ValueError("with an unpicklable cause") from exc
+    if kind == "tool_error_locked_cause":
+        try:
+            raise LockedError
+        except LockedError as exc:
+            raise ToolError("lookup failed: try another key") from exc
+    if kind == "stop_locked_context":
+        try:
+            raise LockedError
+        except LockedError:
+            raise StopLoop("gave up") from None
+    if kind == "stop_locked_result":
+        raise StopLoop(threading.Lock())
     if kind == "exit":
         raise SystemExit(4)
     if kind == "interrupt":
         raise KeyboardInterrupt
     raise AssertionError(kind)
+
+
+def _descend(depth: int, locked: bool = False) -> int:
+    """Recurse ``depth`` frames down, then raise (a negative depth: until RecursionError)."""
+    if depth == 0 and locked:
+        try:
+            raise LockedError
+        except LockedError:
+            raise ValueError("raised deep down, handling a LockedError") from None
+    if depth == 0:
+        raise ValueError("raised deep down")
+    return _descend(depth - 1, locked)
+
+
+@tool(isolation="process")
+def raise_deep(depth: int, group: bool = False, locked: bool = False) -> int:
+    """Raise from ``depth`` frames down: a traceback too deep to pickle whole (``group``: that
+    exception twice in an ExceptionGroup; ``locked``: while handling a ``LockedError``, which
+    does not pickle, so that its context does not pickle either)."""
+    if not group:
+        return _descend(depth, locked)
+    try:
+        _descend(depth)
+    except ValueError as exc:
+        raise ExceptionGroup("twice", [exc, exc]) from None
+    raise AssertionError("not raised")
 
 
 @tool(isolation="process")
@@ -235,6 +273,15 @@ def wrapped_square(x: int) -> int:
 
 
 @tool(isolation="process")
+def guarded_double(x: int) -> int:
+    """Double; its module-level name is rebound to the approval-requiring wrapper below."""
+    return 2 * x
+
+
+guarded_double = ApprovalRequiredTool(guarded_double)  # type: ignore[assignment]
+
+
+@tool(isolation="process")
 def cpu_work(n: int) -> int:
     """A fixed amount of CPU-bound work: ``n`` iterations of arithmetic."""
     total = 0
@@ -247,3 +294,9 @@ def cpu_work(n: int) -> int:
 def cpu_work_in_thread(n: int) -> int:
     """The same work, in a worker thread."""
     return cpu_work.func(n)
+
+
+def triple(x: int) -> Unresolved:  # type: ignore[name-defined]  # noqa: F821 -- on purpose
+    """Triple a number; the return annotation names nothing (as one imported under
+    TYPE_CHECKING)."""
+    return 3 * x

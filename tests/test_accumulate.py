@@ -223,3 +223,32 @@ def test_delta_values_must_be_json() -> None:
         ProviderDataDelta("f", "k", extend={"text": 3})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="ReasoningDelta field"):
         ReasoningDelta("x", field="thinking")
+
+
+@pytest.mark.parametrize(
+    ("update", "match"),
+    [
+        (TextDelta(None), r"TextDelta\.text must be a str, got None"),  # type: ignore[arg-type]
+        (ReasoningDelta(b"x"), r"ReasoningDelta\.text must be a str, got b'x'"),  # type: ignore[arg-type]
+        (ToolCallStart(None, "f"), r"ToolCallStart\.id must be a str, got None"),  # type: ignore[arg-type]
+        (ToolCallStart(["a"], "f"), r"ToolCallStart\.id must be a str, got \['a'\]"),  # type: ignore[arg-type]
+        (ToolCallStart("a", 3), r"ToolCallStart\.name must be a str, got 3"),  # type: ignore[arg-type]
+        (ToolCallArgs("a", None), r"ToolCallArgs\.args_delta must be a str, got None"),  # type: ignore[arg-type]
+        (ToolCallArgs("a", b"{}"), r"ToolCallArgs\.args_delta must be a str, got b'{}'"),  # type: ignore[arg-type]
+        (ToolCallArgs(1, "{}"), r"ToolCallArgs\.id must be a str, got 1"),  # type: ignore[arg-type]
+        (ToolCallEnd(None), r"ToolCallEnd\.id must be a str, got None"),  # type: ignore[arg-type]
+        (ToolCallArgs(["a"], "{}"), r"ToolCallArgs\.id must be a str, got \['a'\]"),  # type: ignore[arg-type]
+        (ToolCallEnd({"a": 1}), r"ToolCallEnd\.id must be a str, got \{'a': 1\}"),  # type: ignore[arg-type]
+    ],
+)
+def test_an_update_holding_the_wrong_type_is_a_protocol_error(update: Any, match: str) -> None:
+    accumulator = ToolCallAccumulator()
+    accumulator.add(TextDelta("kept "))
+    accumulator.add(ToolCallStart("a", "f"))
+    accumulator.add(ToolCallArgs("a", "{}"))
+    with pytest.raises(StreamProtocolError, match=match):
+        accumulator.add(update)
+    # What came before is intact: the open call ends, and the text is what was valid.
+    assert accumulator.add(ToolCallEnd("a")) == ToolCall("a", "f", "{}")
+    assert accumulator.finish() == [ToolCall("a", "f", "{}")]
+    assert accumulator.text == "kept "

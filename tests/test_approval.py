@@ -41,23 +41,35 @@ def test_no_trailing_assistant_calls_means_nothing_pending() -> None:
 
 
 @given(st.lists(st.booleans(), min_size=4, max_size=4))
-def test_answered_calls_in_call_order_leave_the_rest_pending(answered: list[bool]) -> None:
+def test_answered_first_calls_leave_the_rest_pending(answered: list[bool]) -> None:
+    # Answers of the first calls, in call order, leave the rest pending; an answer after a call
+    # still pending is refused, naming that call: the pending call's answer, added on resume,
+    # would come after it, out of call order.
     tail = [answer(call) for call, done in zip(CALLS, answered, strict=True) if done]
-    pending = pending_calls([USER, ASSISTANT, *tail])
-    assert pending == [call for call, done in zip(CALLS, answered, strict=True) if not done]
+    first_pending = answered.index(False) if False in answered else len(answered)
+    if any(answered[first_pending:]):
+        with pytest.raises(
+            ConversationError, match=rf"'{CALLS[first_pending].id}', an earlier call .* no answer"
+        ):
+            pending_calls([USER, ASSISTANT, *tail])
+    else:
+        pending = pending_calls([USER, ASSISTANT, *tail])
+        assert pending == list(CALLS[first_pending:])
 
 
 @pytest.mark.parametrize(
     ("tail", "match"),
     [
-        ([answer(CALLS[1]), answer(CALLS[0])], r"messages\[3\] answers tool call 'c0' out of call"),
-        ([answer(CALLS[2]), answer(CALLS[2])], r"messages\[3\] answers tool call 'c2' a second"),
+        ([answer(CALLS[1]), answer(CALLS[0])], r"messages\[2\] answers tool call 'c1', but 'c0'"),
+        ([answer(CALLS[0]), answer(CALLS[0])], r"messages\[3\] answers tool call 'c0' a second"),
         (
             [answer(ToolCall("zz", "tool", "{}"))],
             r"'zz', which the assistant message before it did",
         ),
         ([answer(CALLS[0]), answer(ToolCall("c9", "t", "{}"))], r"messages\[3\] answers .*'c9'"),
-        ([answer(CALLS[3]), answer(CALLS[1])], "out of call order"),
+        ([answer(CALLS[3]), answer(CALLS[1])], r"'c3', but 'c0', an earlier call .* call order"),
+        ([answer(CALLS[1])], r"messages\[2\] answers tool call 'c1', but 'c0', an earlier"),
+        ([answer(CALLS[0]), answer(CALLS[2])], r"'c2', but 'c1', an earlier call of messages\[1\]"),
     ],
 )
 def test_a_tail_that_is_not_a_partial_answer_is_refused(

@@ -17,6 +17,7 @@ from trio_invoke._validate import compile_validator, seed_errors
 DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+DRAFT_04 = "http://json-schema.org/draft-04/schema#"
 
 
 def errors_of(args: Any, schema: dict[str, Any]) -> tuple[str, ...]:
@@ -465,3 +466,32 @@ def test_unevaluated_items_after_2019_09_tuple_items() -> None:
 def test_junk_where_schemas_belong_is_a_definition_error(junk: dict[str, Any]) -> None:
     with pytest.raises(ToolDefinitionError, match="invalid JSON Schema"):
         compile_validator({"type": "object", **junk})
+
+
+# OpenAPI 3.0 (and so many generated tool schemas) writes draft 4's boolean exclusive bounds,
+# with or without a $schema that says so; in later drafts the keywords take numbers.
+@pytest.mark.parametrize(
+    "dialect", [None, DRAFT_04, DRAFT_07, DRAFT_2019, DRAFT_2020, "https://x/any"]
+)
+def test_boolean_exclusive_bounds_have_their_draft_4_meaning(dialect: str | None) -> None:
+    schema = wrap(
+        {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 10,
+         "exclusiveMaximum": False},
+        dialect,
+    )  # fmt: skip
+    for good in (0.5, 1, 5, 10):
+        validate_against_schema({"t": good}, schema)
+    assert errors_of({"t": 0}, schema) == ("field 't' must be bigger than 0",)
+    assert errors_of({"t": 11}, schema) == ("field 't' must be smaller than or equal to 10",)
+    upper = wrap({"type": "integer", "maximum": 3, "exclusiveMaximum": True}, dialect)
+    validate_against_schema({"t": 2}, upper)
+    assert errors_of({"t": 3}, upper) == ("field 't' must be smaller than 3",)
+    # Without the bound it modifies, a boolean means nothing.
+    validate_against_schema({"t": -5}, wrap({"exclusiveMinimum": True}, dialect))
+    validate_against_schema({"t": 5}, wrap({"exclusiveMaximum": False}, dialect))
+
+
+def test_numeric_exclusive_bounds_are_left_alone() -> None:
+    schema = wrap({"type": "number", "exclusiveMinimum": 0, "minimum": -1})
+    assert for_fastjsonschema(schema) == schema
+    assert errors_of({"t": 0}, schema) == ("field 't' must be bigger than 0",)

@@ -45,3 +45,24 @@ def test_every_public_name_is_in_the_reference(name: str) -> None:
     documented = {n.rsplit(".", 1)[-1] for n in re.findall(r"^\.\. auto\w+:: ([\w.]+)", text, re.M)}
     public = set(module.__all__) | set(getattr(module, "_LAZY", ()))
     assert public - documented == set(), f"docs/{REFERENCE[name]} lacks them"
+
+
+def test_every_chat_clients_run_says_it_returns_an_async_context_manager() -> None:
+    """``help()`` and the reference show what ``run()`` returns: an async context manager (not
+    the async iterator of the generator behind it)."""
+    import contextlib
+    import inspect
+    import typing
+
+    clients = [
+        trio_invoke.ChatClient,
+        trio_invoke.FunctionInvokingChatClient,
+        trio_invoke.ScriptedChatClient,
+        trio_invoke.testing.FunctionChatClient,
+        trio_invoke.OpenAIChatClient,
+        trio_invoke.AnthropicChatClient,
+    ]
+    for client in clients:
+        returned = typing.get_type_hints(inspect.unwrap(client.run))["return"]
+        assert typing.get_origin(returned) is contextlib.AbstractAsyncContextManager, client
+        assert "AbstractAsyncContextManager" in str(inspect.signature(client.run)), client

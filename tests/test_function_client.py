@@ -11,12 +11,15 @@ import pytest
 import trio
 import trio.lowlevel
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trio_invoke import (
     ChatClient,
     ChatClientError,
     ChatMessage,
     ConfigurationError,
+    Error,
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
@@ -30,8 +33,10 @@ from trio_invoke import (
 )
 from trio_invoke.testing import (
     FunctionChatClient,
+    ScriptedChatClient,
     assert_transcript_valid,
     run_to_completion,
+    scripted_rounds,
     tool_calls_response,
 )
 
@@ -285,3 +290,75 @@ async def test_a_short_function_response_has_no_schedule_point() -> None:
     async with client.run([ChatMessage.user("hi")]) as stream:
         with trio.testing.assert_no_checkpoints():
             assert len([u async for u in stream]) == 63
+
+
+def _generator_model(log: list[str]) -> Any:
+    def respond(messages: tuple[ChatMessage, ...], options: RunOptions) -> Iterator[Any]:
+        try:
+            yield TextDelta("one")
+            yield TextDelta("two")
+            log.append("read to the end")
+            yield Finish(FinishReason.STOP)
+        finally:
+            log.append("closed")
+
+    return respond
+
+
+async def test_a_generator_left_early_is_closed_on_leaving_run() -> None:
+    log: list[str] = []
+    async with FunctionChatClient(_generator_model(log)).run(USER) as stream:
+        async for _ in stream:
+            break
+        assert log == []
+    assert log == ["closed"]  # now, not when the garbage collector gets to it
+    log.clear()
+    await run_to_completion(FunctionChatClient(_generator_model(log)), USER)
+    assert log == ["read to the end", "closed"]
+
+
+async def test_a_generator_cancelled_under_the_loop_is_closed_with_the_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log: list[str] = []
+    model = FunctionChatClient(_generator_model(log), delay=1)
+    agent = FunctionInvokingChatClient(model)
+    scope = trio.CancelScope(deadline=trio.current_time() + 1.5)  # after the first update
+    with trio.fail_after(10):
+        async with agent.run(USER, RunOptions(cancel_scope=scope)) as stream:
+            updates = [update async for update in stream]
+            assert log == ["closed"]
+    assert updates[-1] == Error("cancelled")
+
+
+@given(script=scripted_rounds([lookup], max_rounds=4), as_generator=st.booleans())
+def test_a_function_replaying_a_script_is_the_scripted_client(
+    script: list[list[Any]], as_generator: bool
+) -> None:
+    # Under the loop, whatever the script: the same updates, messages and calls seen.
+    def replay(messages: tuple[ChatMessage, ...], options: RunOptions) -> Any:
+        response = script[len(function_model.calls) - 1]
+        return iter(response) if as_generator else response
+
+    function_model = FunctionChatClient(replay)
+    scripted_model = ScriptedChatClient(script)
+
+    async def main() -> list[Any]:
+        return [
+            await run_to_completion(FunctionInvokingChatClient(model, [lookup]), USER)
+            for model in (function_model, scripted_model)
+        ]
+
+    def seen(result: Any) -> tuple[list[Any], list[Any]]:
+        # Results come in completion order, which Trio's scheduler may vary; a result's time
+        # and exception object are its own.
+        called = [
+            (u.call.id, u.result, u.is_error) for u in result.updates if type(u) is ToolCalled
+        ]
+        return [u for u in result.updates if type(u) is not ToolCalled], sorted(called)
+
+    by_function, by_script = trio.run(main)
+    assert seen(by_function) == seen(by_script)
+    assert by_function.messages == by_script.messages
+    assert function_model.calls == scripted_model.calls
+    assert_transcript_valid([*USER, *by_function.messages])

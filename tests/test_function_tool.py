@@ -4,14 +4,17 @@ import enum
 import functools
 import inspect
 import threading
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import pytest
 import trio
 
+from trio_invoke import ChatMessage, FunctionInvokingChatClient, ScriptedChatClient
 from trio_invoke._exceptions import ArgumentsError, ToolDefinitionError
 from trio_invoke._function_tool import FunctionTool, tool
 from trio_invoke._tools import ApprovalRequiredTool, Tool, ToolDefinition
+from trio_invoke.testing import tool_call_updates
 
 
 class Unit(enum.Enum):
@@ -154,6 +157,40 @@ async def test_async_callable_object() -> None:
     assert await greet.execute({"name": "Ada"}) == "hi Ada"
 
 
+async def test_a_plain_decorators_wrapper_of_an_async_function_is_awaited_in_trio() -> None:
+    # A decorator written the usual way (functools.wraps, a sync wrapper that returns what the
+    # function returns) around an ``async def``: the wrapper gives a coroutine, to be awaited
+    # here -- in a worker thread it would be a coroutine nobody awaits.
+    calls: list[str] = []
+
+    def logged(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls.append(func.__name__)
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    @tool
+    @logged
+    async def greet(name: str) -> str:
+        """Greet someone."""
+        await trio.lowlevel.checkpoint()
+        return f"hi {name} from {threading.get_ident()}"
+
+    assert greet.is_async
+    assert greet.description == "Greet someone."
+    assert greet.parameters["required"] == ["name"]
+    assert await greet.execute({"name": "Ada"}) == f"hi Ada from {threading.get_ident()}"
+    assert calls == ["greet"]
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([tool_call_updates("c1", "greet", '{"name": "Bo"}'), "done"]),
+        [greet],
+    )
+    response = await agent.get_response([ChatMessage.user("hi")])
+    assert response.messages[1].text == f"hi Bo from {threading.get_ident()}"
+
+
 async def test_partial_and_class() -> None:
     def scale(x: int, factor: int) -> int:
         return x * factor
@@ -289,6 +326,13 @@ def test_invalid_tool_names() -> None:
     assert tool(name="ok-name_2")(lambda: None).name == "ok-name_2"
 
 
+@pytest.mark.parametrize("name", ["add\n", "a" * 64 + "\n", ""])
+def test_a_name_with_a_trailing_newline_is_refused_at_decoration(name: str) -> None:
+    # As the client refuses it: the whole name must match, "$" alone would let "\n" through.
+    with pytest.raises(ToolDefinitionError, match="must match"):
+        tool(name=name)(add.func)
+
+
 def test_unsupported_parameter_fails_at_decoration() -> None:
     with pytest.raises(
         ToolDefinitionError,
@@ -299,3 +343,19 @@ def test_unsupported_parameter_fails_at_decoration() -> None:
         @tool
         def upload(data: bytes) -> None:
             pass
+
+
+@pytest.mark.parametrize(
+    ("wrapped", "match"),
+    [
+        (lambda x: x, r"^ApprovalRequiredTool: <lambda> is a function, not a tool: decorate it"),
+        (3, r"^ApprovalRequiredTool: 3 is not a tool: it has no name"),
+        (None, r"^ApprovalRequiredTool: None is not a tool"),
+    ],
+)
+def test_approval_required_tool_refuses_what_is_not_a_tool_at_once(
+    wrapped: object, match: str
+) -> None:
+    # Said where the mistake is made, not when a client is built from the wrapper.
+    with pytest.raises(TypeError, match=match):
+        ApprovalRequiredTool(wrapped)  # type: ignore[arg-type]

@@ -532,6 +532,25 @@ async def test_a_forcing_tool_choice_applies_to_the_first_round_only(choice: Any
     assert result.messages[-1] == ChatMessage.assistant("done")
 
 
+@pytest.mark.parametrize(
+    "choice",
+    ["auto", "none", {"type": "auto", "disable_parallel_tool_use": True}, {"type": "none"}],
+)
+async def test_a_tool_choice_that_forces_no_call_holds_for_every_round(choice: Any) -> None:
+    """Anthropic's mapping forms of "auto" and "none" force no call: dropping them after the
+    first round would lose what they carry (``disable_parallel_tool_use``)."""
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(ToolCall("a", "nap", '{"seconds": 0}')),
+            tool_calls_response(ToolCall("b", "nap", '{"seconds": 0}')),
+            "done",
+        ]
+    )
+    client = FunctionInvokingChatClient(model, [nap])
+    await run_to_completion(client, USER, RunOptions(tool_choice=choice))
+    assert [call.options.tool_choice for call in model.calls] == [choice, choice, choice]
+
+
 # -- provider tools -------------------------------------------------------------------------------
 
 
@@ -991,3 +1010,42 @@ async def test_get_response_reports_cancellation_and_approvals() -> None:
     response = await client.get_response(USER)
     assert response.finish_reason is FinishReason.AWAITING_APPROVAL
     assert [r.call.id for r in response.approval_requests] == ["c1"]
+
+
+@pytest.mark.parametrize("mode", ["concurrent", "sequential", "eager"])
+async def test_a_cancelled_call_reports_how_long_it_ran(
+    mode: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """``ToolCalled.duration`` is the time from the call's start to its result; only a call that
+    never ran has 0, also when the run's cancel scope cut it short."""
+
+    @tool
+    async def wait(seconds: float) -> str:
+        """Sleep, then answer."""
+        await trio.sleep(seconds)
+        return "woke"
+
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(
+                ToolCall("quick", "wait", '{"seconds": 1}'),
+                ToolCall("slow", "wait", '{"seconds": 60}'),
+                ToolCall("later", "wait", '{"seconds": 1}'),
+            )
+        ]
+    )
+    agent = FunctionInvokingChatClient(
+        model, [wait], sequential=mode == "sequential", eager_tools=mode == "eager"
+    )
+    scope = trio.CancelScope(deadline=trio.current_time() + 5)
+    with trio.fail_after(60):
+        result = await run_to_completion(agent, USER, RunOptions(cancel_scope=scope))
+    durations = {c.call.id: (c.result, c.duration) for c in of_type(result.updates, ToolCalled)}
+    assert durations["quick"] == ("woke", pytest.approx(1))
+    if mode == "sequential":  # the slow call started after the quick one; the last never ran
+        assert durations["slow"] == ("Error: cancelled", pytest.approx(4))
+        assert durations["later"] == ("Error: cancelled", 0)
+    else:
+        assert durations["slow"] == ("Error: cancelled", pytest.approx(5))
+        assert durations["later"] == ("woke", pytest.approx(1))
+    assert_transcript_valid(result.messages)

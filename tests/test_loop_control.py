@@ -665,6 +665,15 @@ async def test_eager_calls_cut_by_a_failing_stream_say_so(
         ({"max_tool_calls": -1}, "max_tool_calls must be an integer >= 0"),
         ({"max_consecutive_errors": 0}, "max_consecutive_errors must be an integer >= 1"),
         ({"on_max_rounds": "retry"}, "on_max_rounds must be 'finish' or 'answer'"),
+        ({"sequential": "no"}, "sequential must be True or False, got 'no'"),
+        ({"sequential": 1}, "sequential must be True or False, got 1"),
+        ({"eager_tools": "false"}, "eager_tools must be True or False, got 'false'"),
+        ({"eager_tools": None}, "eager_tools must be True or False, got None"),
+        (
+            {"include_detailed_errors": "false"},
+            "include_detailed_errors must be True or False, got 'false'",
+        ),
+        ({"include_detailed_errors": 0}, "include_detailed_errors must be True or False, got 0"),
     ],
 )
 def test_bad_options_are_value_errors(options: dict[str, Any], match: str) -> None:

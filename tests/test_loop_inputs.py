@@ -4,7 +4,6 @@ see. Each bad input gets an error naming what is wrong, and every call still get
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from collections.abc import AsyncIterator, Sequence
@@ -32,7 +31,10 @@ from trio_invoke import (
     TextDelta,
     ToolApprovalRequest,
     ToolCall,
+    ToolCallArgs,
     ToolCalled,
+    ToolCallEnd,
+    ToolCallStart,
     tool,
 )
 from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_calls_response
@@ -273,32 +275,38 @@ async def test_loop_side_updates_from_the_inner_client_are_refused(item: Any) ->
         await agent.get_response(USER)
 
 
+@pytest.mark.parametrize(
+    ("item", "match"),
+    [
+        (ToolCallArgs("c1", None), r"ToolCallArgs\.args_delta must be a str, got None"),
+        (ToolCallArgs("c1", b'{"text": "x"}'), r"ToolCallArgs\.args_delta must be a str"),
+        (TextDelta(None), r"TextDelta\.text must be a str, got None"),
+        (ToolCallStart(["c2"], "echo"), r"ToolCallStart\.id must be a str"),
+    ],
+)
+async def test_an_update_holding_the_wrong_type_is_a_protocol_error(item: Any, match: str) -> None:
+    agent = FunctionInvokingChatClient(
+        Yields(
+            ToolCallStart("c1", "echo"),
+            ToolCallArgs("c1", '{"text": "x"}'),
+            item,
+            ToolCallEnd("c1"),
+            Finish(FinishReason.TOOL_CALLS),
+        ),
+        [echo],
+    )
+    with trio.fail_after(5), pytest.raises(StreamProtocolError, match=match):
+        async with agent.run(USER) as stream:
+            async for _ in stream:
+                pass
+    assert_transcript_valid([*USER, *stream.messages])
+
+
 def test_a_protocol_error_is_a_chat_client_error() -> None:
     assert issubclass(StreamProtocolError, ChatClientError)
 
 
 # -- cancel scopes ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("first", ["whole", "left early", "failed"])
-async def test_entering_one_run_twice_is_an_error_that_says_so(first: str) -> None:
-    model = ScriptedChatClient(["one", "two"])
-    agent = FunctionInvokingChatClient(model, [echo])
-    run = agent.run(USER)
-    with pytest.raises(KeyError) if first == "failed" else contextlib.nullcontext():
-        async with run as stream:
-            async for _ in stream:
-                if first == "left early":
-                    break
-            if first == "failed":
-                raise KeyError("the caller's own")
-    for _ in range(2):
-        with pytest.raises(RuntimeError, match=r"this run was already entered: .* call agent"):
-            async with run:
-                pass  # pragma: no cover
-    assert len(model.calls) == 1  # the second entry ran nothing
-    result = await run_to_completion(agent, USER)  # a new run is fine
-    assert result.messages[-1].content == "two"
 
 
 async def test_a_resume_whose_calls_repeat_an_id_is_refused_before_anything_runs() -> None:

@@ -430,3 +430,23 @@ def test_more_construction_checks_and_views() -> None:
     assert "provider_data={'refusal': 'no'}" in shown
     with pytest.raises(ValueError, match="must be a mapping"):
         ChatMessage(MessageRole.USER, "x", provider_data=["a"])  # type: ignore[arg-type]
+
+
+def test_tool_calls_and_the_string_fields_are_checked_at_construction() -> None:
+    wire = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    with pytest.raises(TypeError, match=r"tool_calls\[0\] must be a ToolCall, got .*from_dict"):
+        ChatMessage(MessageRole.ASSISTANT, "", [wire])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"tool_calls\[0\] must be a ToolCall, got 'a'"):
+        ChatMessage.assistant("", "ab")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tool_calls must be an iterable of ToolCall"):
+        ChatMessage.assistant("", ToolCall("c", "f", "{}"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="'tool_call_id' must be <class 'str'>"):
+        ChatMessage(MessageRole.TOOL, "r", tool_call_id=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="'name' must be <class 'str'>"):
+        ChatMessage(MessageRole.TOOL, "r", name=b"f")  # type: ignore[arg-type]
+    for fields in [(1, "f", "{}"), ("c", None, "{}"), ("c", "f", {"a": 1})]:
+        with pytest.raises(TypeError, match="must be <class 'str'>"):
+            ToolCall(*fields)  # type: ignore[arg-type]
+    assert ChatMessage.assistant("", iter([ToolCall("c", "f", "{}")])).tool_calls == (
+        ToolCall("c", "f", "{}"),
+    )

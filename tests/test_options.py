@@ -158,6 +158,24 @@ def test_two_provider_tools_with_one_name_are_a_configuration_error(tools: list[
         RunOptions(provider_tools=tools[:1]).evolve(provider_tools=tools)
 
 
+@pytest.mark.parametrize("mode", ["per-call", "PER_CALL", "perCall", "", True, 1, ("per_call",)])
+def test_an_approval_mode_is_checked_when_it_is_given(mode: object) -> None:
+    """A misspelt mode must not silently pause the whole batch (``"batch"``, the default)."""
+    expected = f"RunOptions approval must be 'batch', 'per_call' or None, got {mode!r}"
+    with pytest.raises(ConfigurationError, match=re.escape(expected)):
+        RunOptions(approval=mode)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=re.escape(expected)):
+        RunOptions().evolve(approval=mode)
+
+
+def test_the_approval_modes_and_none_are_accepted() -> None:
+    assert [RunOptions(approval=m).approval for m in ("batch", "per_call", None)] == [
+        "batch",
+        "per_call",
+        None,
+    ]
+
+
 def test_provider_tools_with_distinct_names_are_fine() -> None:
     assert RunOptions(provider_tools=[add, search]).provider_tools == (add, search)
 

@@ -183,9 +183,19 @@ def test_a_run_always_ends_within_the_cap_plus_one(
     [
         ("required", None),
         ({"type": "function", "function": {"name": "x"}}, None),
+        ("any", None),  # Anthropic's "required"
+        ({"type": "any"}, None),
+        ({"type": "tool", "name": "x"}, None),
         ("auto", "auto"),
         ("none", "none"),
         (None, None),
+        # Anthropic's forms that force no call: kept, with what they carry.
+        ({"type": "auto"}, {"type": "auto"}),
+        ({"type": "none"}, {"type": "none"}),
+        (
+            {"type": "auto", "disable_parallel_tool_use": True},
+            {"type": "auto", "disable_parallel_tool_use": True},
+        ),
     ],
 )
 def test_a_forcing_tool_choice_is_dropped_after_the_first_call(

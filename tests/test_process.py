@@ -37,6 +37,7 @@ from trio_invoke import (
     ToolCalled,
     ToolCallEnd,
     ToolDefinitionError,
+    ToolError,
     ToolProcessError,
     ToolTimeoutError,
     tool,
@@ -136,6 +137,18 @@ def _interactive_function(x: int) -> int:
     return x
 
 
+class RefusesToReduce:
+    """A decorator's wrapper (it has ``__wrapped__``) whose ``__reduce_ex__`` raises."""
+
+    __wrapped__ = staticmethod(_interactive_function)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("no reducing this")
+
+    def __call__(self, x: int) -> int:
+        return x
+
+
 def _unsendable_cases() -> list[tuple[str, Any, str]]:
     """(case, callable, what the message must say)."""
     outer = 3
@@ -165,6 +178,7 @@ def _unsendable_cases() -> list[tuple[str, Any, str]]:
         ("callable object, unpicklable", HoldsALock(), "does not pickle"),
         ("partial of a local function", functools.partial(local, x=1), "does not pickle"),
         ("partial of a lambda", functools.partial(lam, x=1), "does not pickle"),
+        ("wrapper that cannot reduce", RefusesToReduce(), "no reducing this"),
     ]
 
 
@@ -187,6 +201,20 @@ def test_a_function_of_an_interactive_session_fails_at_decoration(
     func.__annotations__ = {"x": int}
     assert func.__module__ == "__main__"
     with pytest.raises(ToolDefinitionError, match="interactive session"):
+        tool(isolation="process")(func)
+
+
+def test_a_function_of_a_program_read_from_stdin_fails_at_decoration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``python - < agent.py``: ``__main__.__file__`` is ``"<stdin>"``, no file a worker can
+    import (every worker would die at its start)."""
+    main = types.ModuleType("__main__")
+    main.__file__ = "<stdin>"
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    func = types.FunctionType(_interactive_function.__code__, vars(main), "from_stdin")
+    func.__annotations__ = {"x": int}
+    with pytest.raises(ToolDefinitionError, match=r"interactive session .*'<stdin>'"):
         tool(isolation="process")(func)
 
 
@@ -286,6 +314,33 @@ async def test_callables_sent_by_value_or_through_a_class() -> None:
             assert result == (expected if expected is not None else 8), made
 
 
+async def test_a_tool_whose_name_is_rebound_to_a_wrapper_tool_runs() -> None:
+    """``f = ApprovalRequiredTool(f)``: the worker finds the function through the wrapper."""
+    with trio.fail_after(60):
+        assert await pt.guarded_double.execute({"x": 21}) == 42
+    assert _in_worker(Reference(pt.__name__, "guarded_double"), {"x": 2}) == 4
+
+
+async def test_a_function_under_functools_cache_runs() -> None:
+    """``@tool(isolation="process") @functools.cache``: the cache's wrapper pickles by a name
+    that is bound to the tool, so it goes by reference as a plain function does."""
+    import process_tools_cached as cached
+
+    with trio.fail_after(60):
+        result = await cached.cached_cube.execute({"x": 3})
+        assert result["cube"] == 27
+        assert result["pid"] != os.getpid()
+        assert await cached.lru_negate.execute({"x": 4}) == -4
+    found = Reference(cached.__name__, "cached_cube").resolve()
+    assert found is cached.cached_cube.func  # the cache itself, not the function under it
+
+    def local(x: int) -> int:
+        return x
+
+    with pytest.raises(ToolDefinitionError, match="defined inside another function"):
+        tool(isolation="process")(functools.cache(local))
+
+
 async def test_exceptions_come_back_as_they_were_raised() -> None:
     with trio.fail_after(60):
         with pytest.raises(ValueError, match="bad value 42") as info:
@@ -293,6 +348,52 @@ async def test_exceptions_come_back_as_they_were_raised() -> None:
         assert any("process_tools.py" in str(frame) for frame in info.traceback)  # remote frames
         with pytest.raises(pt.TwoArgumentError, match="404: not found"):
             await pt.fail.execute({"kind": "two_arguments"})
+
+
+@pytest.mark.parametrize(
+    ("kind", "result", "stops"),
+    [
+        ("tool_error_locked_cause", "Error: lookup failed: try another key", False),
+        ("stop_locked_context", "gave up", True),
+    ],
+)
+async def test_tool_error_and_stop_loop_keep_their_meaning_when_their_chain_does_not_pickle(
+    kind: str, result: str, stops: bool
+) -> None:
+    """A ``ToolError`` (its message is the result) or a ``StopLoop`` (it stops the loop) raised
+    from an exception that does not pickle comes back without that cause or context."""
+    script = calls(("fail", {"kind": kind}))
+    client = FunctionInvokingChatClient(ScriptedChatClient(script), [pt.fail])
+    with trio.fail_after(60):
+        updates, messages = await run_all(client)
+    called = [u for u in updates if isinstance(u, ToolCalled)]
+    assert [c.result for c in called] == [result]
+    exception = called[0].exception
+    assert exception is not None
+    assert exception.__cause__ is None
+    assert "its cause and context" in "".join(exception.__notes__)
+    assert (messages[-1].content == "done") is not stops  # a stop ends it before the model
+    assert updates[-1] == Finish(FinishReason.STOP)
+
+
+async def test_a_stop_loop_whose_result_does_not_pickle_is_an_error() -> None:
+    with trio.fail_after(60), pytest.raises(ToolProcessError, match="raised StopLoop, which"):
+        await pt.fail.execute({"kind": "stop_locked_result"})
+
+
+@pytest.mark.parametrize(
+    ("depth", "raised"), [(600, ValueError), (-1, RecursionError)], ids=["deep", "recursion"]
+)
+async def test_exceptions_with_tracebacks_too_deep_to_pickle_still_come_back(
+    depth: int, raised: type[Exception]
+) -> None:
+    """The exception pickles, its traceback of hundreds of frames does not: it comes back
+    without the worker's frames, and a note says so."""
+    with trio.fail_after(60), pytest.raises(raised) as info:
+        await pt.raise_deep.execute({"depth": depth})
+    assert "worker process was too deep to send back" in "".join(info.value.__notes__)
+    if raised is ValueError:
+        assert str(info.value) == "raised deep down"
 
 
 @pytest.mark.parametrize(
@@ -577,8 +678,28 @@ def test_the_worker_side_turns_what_cannot_cross_into_tool_process_errors() -> N
     assert info.value.__context__ is None  # nothing unpicklable rides along
     with pytest.raises(ValueError, match="bad value 42"):
         _in_worker(fail, {"kind": "value"})
+    with pytest.raises(ToolError, match="lookup failed") as tool_error:
+        _in_worker(fail, {"kind": "tool_error_locked_cause"})
+    assert tool_error.value.__cause__ is None
+    with pytest.raises(ToolProcessError, match="raised StopLoop, which cannot be sent back"):
+        _in_worker(fail, {"kind": "stop_locked_result"})
     with pytest.raises(ToolProcessError, match="cannot unpickle the arguments of tool 't'"):
         run_in_worker("t", pickle.dumps(Reference(pt.__name__, "add")), b"not a pickle")
+
+
+def test_the_worker_side_drops_tracebacks_too_deep_to_pickle() -> None:
+    raise_deep = Reference(pt.__name__, "raise_deep")
+    with pytest.raises(ValueError, match="raised deep down") as info:
+        _in_worker(raise_deep, {"depth": 600})
+    assert "too deep to send back" in info.value.__notes__[0]
+    pickle.dumps(info.value)
+    with pytest.raises(ExceptionGroup) as group:
+        _in_worker(raise_deep, {"depth": 600, "group": True})
+    assert [e.__traceback__ for e in group.value.exceptions] == [None, None]
+    pickle.dumps(group.value)
+    # What does not pickle without its traceback either: the message names what does not.
+    with pytest.raises(ToolProcessError, match=r"raised ValueError, which .*'_thread.lock'"):
+        _in_worker(raise_deep, {"depth": 600, "locked": True})
 
 
 def test_a_function_with_no_module_fails_at_decoration() -> None:
@@ -627,3 +748,10 @@ async def test_a_cache_scope_around_the_run_chooses_the_workers() -> None:
     inside = {first.messages[1].content, second.messages[1].content}
     assert len(inside) == 1  # one worker of the scope's own, reused
     assert str(outside) not in inside  # not the default context's worker
+
+
+async def test_a_return_annotation_that_does_not_resolve_is_no_reason_to_refuse() -> None:
+    triple = tool(isolation="process")(pt.triple)
+    assert triple.parameters["required"] == ["x"]
+    with trio.fail_after(60):
+        assert await triple.execute({"x": 2.0}) == 6

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import socket
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,6 +93,76 @@ async def anthropic_server(block: Block, cwd: Path) -> tuple[int, str, str]:
     return result
 
 
+TRACKER_SERVER = """
+import sys
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("tracker", log_level="WARNING")
+
+
+@server.tool()
+def search_issues(query: str) -> list[str]:
+    \"\"\"Search the open issues.\"\"\"
+    return [f"#1 {query}"]
+
+
+@server.tool()
+def close_issue(number: int) -> str:
+    \"\"\"Close an issue (not allowed to the agent).\"\"\"
+    return "closed"
+
+
+port = int(sys.argv[1])
+anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=port))
+"""
+
+
+async def mcp_servers(block: Block, cwd: Path) -> tuple[int, str, str]:
+    """With the notes server of ``examples/`` next to it (over stdio), an HTTP MCP server of its
+    own on loopback at ``TRACKER_MCP_URL``, and ``OPENAI_BASE_URL`` pointing at a model server
+    on loopback (which calls every tool it is offered)."""
+    (cwd / "examples").mkdir()
+    shutil.copy(README.parent / "examples" / "mcp_notes_server.py", cwd / "examples")
+    tracker = cwd / "tracker_server.py"
+    tracker.write_text(textwrap.dedent(TRACKER_SERVER), encoding="utf-8")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = loopback_model()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        process = await nursery.start(trio.run_process, [sys.executable, str(tracker), str(port)])
+        try:
+            with trio.fail_after(30):
+                while True:  # a real wait: the process must start listening
+                    try:
+                        probe = await trio.open_tcp_stream("127.0.0.1", port)
+                    except OSError:
+                        await trio.sleep(0.05)
+                    else:
+                        await probe.aclose()
+                        break
+            script = cwd / "block.py"
+            script.write_text(block.code, encoding="utf-8")
+            env = {
+                "OPENAI_BASE_URL": server.url,
+                "OPENAI_API_KEY": "sk-loopback",
+                "TRACKER_MCP_URL": f"http://127.0.0.1:{port}/mcp",
+            }
+            result = await run_program([sys.executable, str(script)], cwd, env)
+        finally:
+            process.terminate()
+            nursery.cancel_scope.cancel()
+    assert server.requests, "the block never asked the model server"
+    offered = {tool["function"]["name"] for tool in server.requests[0].json["tools"]}
+    assert "search_issues" in offered, offered
+    assert "close_issue" not in offered, offered  # allowed_tools
+    assert any(name.startswith("nb_") for name in offered), offered
+    return result
+
+
 async def with_pytest(block: Block, cwd: Path) -> tuple[int, str, str]:
     """As a test module, under pytest (its tests must pass, and there must be some)."""
     script = cwd / "test_readme_block.py"
@@ -104,6 +177,7 @@ NEEDS: dict[str | None, Callable[[Block, Path], object]] = {
     None: plain,
     "openai-server": openai_server,
     "anthropic-server": anthropic_server,
+    "mcp-servers": mcp_servers,
     "pytest": with_pytest,
 }
 
@@ -123,3 +197,17 @@ async def test_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     assert code == 0, f"README.md line {block.line} failed:\n{out}\n{err}"
     if block.output is not None:
         assert out == block.output, f"README.md line {block.line} printed something else"
+
+
+def test_every_install_command_installs_trio_invoke_from_a_checkout_or_git() -> None:
+    """trio_invoke is not on PyPI: a ```sh line that installs it by name alone cannot work."""
+    text = README.read_text(encoding="utf-8")
+    installs = [
+        command.split("&&", 1)[0]
+        for block in re.findall(r"```sh\n(.*?)```", text, re.S)
+        for line in block.splitlines()
+        for command in re.findall(r"pip install (.*)", line.split("#", 1)[0])
+    ]
+    assert len(installs) >= 5
+    from_pypi = [c for c in installs if re.search(r"trio[-_]invoke", c) and "@ git+" not in c]
+    assert from_pypi == [], "README.md installs trio_invoke from PyPI, where it is not"

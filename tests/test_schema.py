@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -203,6 +204,35 @@ def test_unresolvable_hint_names_the_function() -> None:
         function_schema(f)
 
 
+def test_an_unresolvable_hint_names_the_parameter() -> None:
+    def f(a: int, b: Missing = None, *, c: list[Gone]) -> Nowhere:  # type: ignore[name-defined]  # noqa: F821
+        pass
+
+    with pytest.raises(ToolDefinitionError) as info:
+        function_schema(f)
+    message = str(info.value)
+    assert "signature of function 'f'" in message
+    assert "parameter 'b' (Missing)" in message
+    assert "name 'Missing' is not defined" in message
+
+    # The return annotation is not the schema's business: one that does not resolve (a name
+    # imported under TYPE_CHECKING) is left out.
+    def g(a: int, b: Color = Color.RED) -> Nowhere:  # type: ignore[name-defined]  # noqa: F821
+        """G."""
+
+    parameters, description = function_schema(g)
+    assert parameters["properties"]["a"] == {"type": "integer"}
+    assert describe_function(g).converters["b"]("green") is Color.GREEN
+    assert description == "G."
+
+    class Box:
+        def method(self, size: Absent) -> None:  # type: ignore[name-defined]  # noqa: F821
+            pass
+
+    with pytest.raises(ToolDefinitionError, match=r"parameter 'size' \(Absent\)"):
+        function_schema(Box().method)
+
+
 def test_object_schema_shape_and_defaults() -> None:
     def search(
         query: str,
@@ -375,3 +405,40 @@ def test_union_conversion_prefers_values_that_already_fit() -> None:
     assert converters["c"]("blue") == "blue"  # nothing fits: unchanged (validation's job)
     assert converters["d"](4.0) == 4
     assert converters["d"](None) is None
+
+
+def test_an_integer_literal_sent_as_an_integral_float_becomes_the_int() -> None:
+    def f(
+        a: Literal[1, 2], b: Literal["x", 3] | None, c: list[Literal[1, 2]], d: Literal["x"]
+    ) -> None:
+        pass
+
+    converters = describe_function(f).converters
+    assert sorted(converters) == ["a", "b", "c"]  # a str-only Literal needs nothing
+    assert type(converters["a"](1.0)) is int
+    assert converters["a"](2.0) == 2
+    assert type(converters["b"](3.0)) is int
+    assert converters["b"]("x") == "x"
+    assert converters["b"](None) is None
+    assert [type(v) for v in converters["c"]([1.0, 2])] == [int, int]
+    assert converters["a"](True) is True  # not an int: validation refuses it, never turned
+
+
+def test_the_description_of_a_partial_is_its_function_docstring() -> None:
+    def scale(x: int, factor: int) -> int:
+        """Scale a number.
+
+        Args:
+            x: The number.
+            factor: By how much.
+        """
+        return x * factor
+
+    parameters, description = function_schema(functools.partial(scale, factor=2))
+    assert description == "Scale a number."
+    assert parameters["properties"]["x"]["description"] == "The number."
+    nested = functools.partial(functools.partial(scale), factor=3)
+    assert function_schema(nested)[1] == "Scale a number."
+    own = functools.partial(scale, factor=2)
+    own.__doc__ = "Double a number."
+    assert function_schema(own)[1] == "Double a number."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import traceback
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from trio_invoke import (
     TextDelta,
     ToolCall,
 )
-from trio_invoke.testing import run_to_completion
+from trio_invoke.testing import FunctionChatClient, run_to_completion
 
 USER = [ChatMessage.user("hi")]
 
@@ -56,6 +57,19 @@ async def test_an_exception_in_the_script_is_raised_where_it_stands() -> None:
             async for update in updates:
                 seen.append(update)
     assert seen == [TextDelta("a")]
+
+
+async def test_an_exception_shared_by_scripts_keeps_one_raises_traceback() -> None:
+    # A module-level script is replayed once per example of a property test: each raise of its
+    # exception starts a new traceback, not one that grows (and keeps every run's frames alive).
+    script = [[TextDelta("a"), OSError("reset")]]
+    depths = []
+    for _ in range(3):
+        for model in (ScriptedChatClient(script), FunctionChatClient(lambda m, o: script[0])):
+            with pytest.raises(OSError, match="reset") as info:
+                await run_to_completion(model, USER)
+            depths.append(len(traceback.extract_tb(info.value.__traceback__)))
+    assert depths == [depths[0]] * 6
 
 
 async def test_delay_between_updates(autojump_clock: trio.testing.MockClock) -> None:

@@ -269,3 +269,31 @@ PROMISES: dict[str, Callable[[list[list[Any]]], bool]] = {
 def test_scripted_rounds_draw_what_they_promise(promise: str) -> None:
     holds = PROMISES[promise]
     assert holds(find(scripted_rounds(["a", "b"], max_rounds=4), holds))
+
+
+# -- misuse is an error at once, naming it ------------------------------------------------------
+
+
+def test_tool_call_streams_refuse_calls_that_share_an_id() -> None:
+    # Two streams under one id would accumulate as one broken call, not as ``calls``.
+    twins = [ToolCall("a", "f", "{}"), ToolCall("b", "g", ""), ToolCall("a", "h", "[]")]
+    with pytest.raises(ValueError, match=r"unique ids; repeated: \['a'\]"):
+        tool_call_streams(twins)
+
+
+@pytest.mark.parametrize("item", [{"id": "a", "name": "f", "arguments": ""}, ("a", "f", "")])
+def test_tool_call_streams_take_tool_calls_only(item: object) -> None:
+    with pytest.raises(TypeError, match="takes ToolCalls, got"):
+        tool_call_streams([item])  # type: ignore[list-item]
+
+
+def test_scripted_rounds_refuse_a_bare_name() -> None:
+    # A str is a sequence of names too: "search" would call tools named "s", "e", "a", ...
+    with pytest.raises(TypeError, match=r"not a str: scripted_rounds\(\['search'\]\)"):
+        scripted_rounds("search")
+
+
+@pytest.mark.parametrize("max_rounds", [0, -1])
+def test_scripted_rounds_need_a_round(max_rounds: int) -> None:
+    with pytest.raises(ValueError, match=f"max_rounds >= 1, got {max_rounds}"):
+        scripted_rounds(["search"], max_rounds=max_rounds)

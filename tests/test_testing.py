@@ -5,21 +5,37 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from typing import Any, Literal
 
 import pytest
+import trio
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import trio_invoke.testing
 from trio_invoke import (
     ChatMessage,
+    ConversationError,
     Finish,
     FinishReason,
+    FunctionInvokingChatClient,
+    MessageRole,
+    RunOptions,
+    ScriptedChatClient,
+    ToolApprovalRequest,
+    ToolApprovalResponse,
     ToolCall,
     ToolCallArgs,
     ToolCallEnd,
     ToolCallStart,
     Usage,
 )
-from trio_invoke.testing import assert_transcript_valid, tool_call_updates, tool_calls_response
+from trio_invoke.testing import (
+    assert_transcript_valid,
+    run_to_completion,
+    tool_call_updates,
+    tool_calls_response,
+)
 
 A = ToolCall("a", "f", "{}")
 B = ToolCall("b", "g", "{}")
@@ -46,6 +62,13 @@ def test_tool_call_updates_gives_the_pieces_asked_for(length: int, pieces: int) 
     assert len(cut) == min(pieces, length)
     assert len(set(map(len, cut))) <= 2
     assert not cut or max(map(len, cut)) - min(map(len, cut)) <= 1
+
+
+@pytest.mark.parametrize("pieces", [0, -1])
+def test_tool_call_updates_in_no_pieces_is_an_error(pieces: int) -> None:
+    # Not one piece in silence: ``pieces`` is how many ToolCallArgs there are.
+    with pytest.raises(ValueError, match=f"pieces >= 1, got {pieces}"):
+        tool_call_updates("c", "f", '{"x": 1}', pieces=pieces)
 
 
 def test_valid_transcripts_pass() -> None:
@@ -95,7 +118,7 @@ C = ToolCall("c", "h", "{}")
 PAUSED = [ChatMessage.user("u"), ChatMessage.assistant("", [A, B, C])]
 
 
-@pytest.mark.parametrize("answered", [[], [A], [B], [A, C], [A, B, C]])
+@pytest.mark.parametrize("answered", [[], [A], [A, B], [A, B, C]])
 def test_a_transcript_paused_for_approval(answered: list[ToolCall]) -> None:
     paused = [*PAUSED, *(ChatMessage.tool_result(call, "ok") for call in answered)]
     assert_transcript_valid(paused, allow_pending_approval=True)
@@ -107,9 +130,13 @@ def test_a_transcript_paused_for_approval(answered: list[ToolCall]) -> None:
 @pytest.mark.parametrize(
     ("answered", "match"),
     [
-        ([B, A], r"message 3 answers 'a', but the calls of message 1 still open .* \['c'\]"),
+        ([B, A], r"message 2 answers 'b', but call order expects 'a' \(of message 1\) first"),
         ([A, A], r"message 3 answers 'a', but .* are \['b', 'c'\]"),
         ([ToolCall("z", "f", "")], r"message 2 answers 'z'"),
+        # The loop appends the pending calls' answers on resume: after these, out of order.
+        ([B], r"message 2 answers 'b', but call order expects 'a' \(of message 1\) first"),
+        ([A, C], r"message 3 answers 'c', but call order expects 'b' \(of message 1\) first"),
+        ([C], r"message 2 answers 'c', but call order expects 'a'"),
     ],
 )
 def test_a_paused_batch_still_answers_in_call_order(answered: list[ToolCall], match: str) -> None:
@@ -143,7 +170,11 @@ def test_a_strategy_without_hypothesis_names_the_extra(monkeypatch: pytest.Monke
     monkeypatch.setitem(sys.modules, "hypothesis", None)  # import hypothesis -> ImportError
     monkeypatch.delitem(sys.modules, "trio_invoke.testing._strategies", raising=False)
     monkeypatch.delattr(trio_invoke.testing, "tool_arguments", raising=False)
-    with pytest.raises(ImportError, match=r'tool_arguments needs .* "trio_invoke\[testing\]"$'):
+    with pytest.raises(
+        ImportError,
+        match=r'tool_arguments needs .* "trio_invoke\[testing\]" '
+        r'\(from a checkout: pip install "\.\[testing\]"\)$',
+    ):
         from trio_invoke.testing import tool_arguments  # noqa: F401
 
 
@@ -181,5 +212,164 @@ def test_the_kit_works_without_hypothesis_and_strategies_name_the_extra() -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
         "trio_invoke.testing.json_values needs Hypothesis, which is not installed: "
-        'pip install "trio_invoke[testing]"\n'
+        'pip install "trio_invoke[testing]" (from a checkout: pip install ".[testing]")\n'
     )
+
+
+# -- assert_transcript_valid against every transcript of a kind, valid or broken ---------------
+
+
+@st.composite
+def transcripts(draw: st.DrawFn, *, paused: bool = False) -> list[ChatMessage]:
+    """A valid conversation: batches of calls (ids unique throughout), each answered in call
+    order, with user and assistant messages between; ``paused``: the last batch answers only
+    its first calls."""
+    messages = [ChatMessage.user("u")]
+    batches = draw(st.integers(1 if paused else 0, 3))
+    made = 0
+    for batch in range(batches):
+        calls = [ToolCall(f"c{made + i}", "f", "{}") for i in range(draw(st.integers(1, 3)))]
+        made += len(calls)
+        if draw(st.booleans()):
+            messages.append(ChatMessage.user("more"))
+        messages.append(ChatMessage.assistant(draw(st.sampled_from(["", "text"])), calls))
+        last = paused and batch == batches - 1
+        answered = calls[: draw(st.integers(0, len(calls)))] if last else calls
+        messages += [ChatMessage.tool_result(call, "r") for call in answered]
+        if not last and draw(st.booleans()):
+            messages.append(ChatMessage.assistant("answer"))
+    return messages
+
+
+@given(transcripts(), st.booleans())
+def test_every_valid_transcript_passes(messages: list[ChatMessage], pending: bool) -> None:
+    assert_transcript_valid(messages, allow_pending_approval=pending)
+
+
+@given(transcripts(paused=True))
+def test_every_paused_transcript_passes_when_pending_is_allowed(
+    messages: list[ChatMessage],
+) -> None:
+    assert_transcript_valid(messages, allow_pending_approval=True)
+
+
+def _tool_indexes(messages: list[ChatMessage]) -> list[int]:
+    return [i for i, m in enumerate(messages) if m.role is MessageRole.TOOL]
+
+
+@st.composite
+def broken_transcripts(draw: st.DrawFn, *, paused: bool = False) -> list[ChatMessage]:
+    """A :func:`transcripts` example broken one way: a tool message missing (not the paused
+    batch's last), duplicated, swapped with the next, moved past a later message, answering
+    nothing, or left without its assistant message."""
+    messages = draw(transcripts(paused=paused))
+    kind = draw(st.sampled_from(["missing", "duplicate", "swapped", "moved", "orphan", "lone"]))
+    tools = _tool_indexes(messages)
+    if kind == "orphan":
+        at = draw(st.integers(0, len(messages)))
+        messages.insert(at, ChatMessage.tool_result(ToolCall("nobody", "f", ""), "r"))
+        return messages
+    if kind == "lone":  # delete an assistant message whose calls are answered
+        answered = [i for i, m in enumerate(messages) if m.tool_calls and i + 1 in tools]
+        assume(answered)
+        del messages[draw(st.sampled_from(answered))]
+        return messages
+    assume(tools)
+    at = draw(st.sampled_from(tools))
+    if kind == "missing":
+        # In a paused batch, a missing last answer is a pending call: drop one before another.
+        assume(not paused or at + 1 in tools)
+        del messages[at]
+    elif kind == "duplicate":
+        messages.insert(at + 1, messages[at])
+    elif kind == "swapped":
+        assume(at + 1 in tools)
+        messages[at], messages[at + 1] = messages[at + 1], messages[at]
+    else:
+        to = draw(st.integers(at + 1, len(messages)))
+        assume(any(m.role is not MessageRole.TOOL for m in messages[at + 1 : to]))
+        messages.insert(to - 1, messages.pop(at))
+    return messages
+
+
+@given(broken_transcripts())
+def test_every_broken_transcript_fails(messages: list[ChatMessage]) -> None:
+    with pytest.raises(AssertionError):
+        assert_transcript_valid(messages)
+
+
+@given(broken_transcripts(paused=True))
+def test_every_broken_paused_transcript_fails(messages: list[ChatMessage]) -> None:
+    with pytest.raises(AssertionError):
+        assert_transcript_valid(messages, allow_pending_approval=True)
+
+
+# -- what the checker accepts paused, the loop resumes into a valid transcript -----------------
+
+
+class _Echo:
+    """A tool that answers with its name; ``requires_approval`` as given."""
+
+    parameters: dict[str, Any] = {"type": "object"}  # noqa: RUF012
+
+    def __init__(self, name: str, *, requires_approval: bool) -> None:
+        self.name = name
+        self.description = name
+        self.requires_approval = requires_approval
+
+    async def execute(self, arguments: dict[str, Any]) -> str:
+        return self.name
+
+
+ECHOES = [_Echo("free", requires_approval=False), _Echo("guarded", requires_approval=True)]
+
+
+@given(
+    names=st.lists(st.sampled_from(["free", "guarded"]), min_size=1, max_size=4),
+    eager=st.booleans(),
+    approval=st.sampled_from(["batch", "per_call"]),
+)
+def test_a_paused_run_resumes_into_a_valid_transcript(
+    names: list[str], eager: bool, approval: Literal["batch", "per_call"]
+) -> None:
+    assume("guarded" in names)
+    calls = [ToolCall(f"c{i}", name, "{}") for i, name in enumerate(names)]
+    model = ScriptedChatClient([tool_calls_response(*calls), "done"])
+    agent = FunctionInvokingChatClient(model, ECHOES, eager_tools=eager, approval=approval)
+
+    async def main() -> list[ChatMessage]:
+        conversation = [ChatMessage.user("go")]
+        paused = await run_to_completion(agent, conversation)
+        conversation += paused.messages
+        assert_transcript_valid(conversation, allow_pending_approval=True)
+        approve = [
+            ToolApprovalResponse(u.call.id, approved=True)
+            for u in paused.updates
+            if isinstance(u, ToolApprovalRequest)
+        ]
+        resumed = await run_to_completion(
+            agent, conversation, RunOptions(tool_approval_responses=approve)
+        )
+        return [*conversation, *resumed.messages]
+
+    assert_transcript_valid(trio.run(main))
+
+
+def test_a_paused_batch_answered_out_of_call_order_cannot_resume_validly() -> None:
+    # What the checker refuses paused: the loop appends the pending call's answer after them.
+    calls = [ToolCall("a", "free", "{}"), ToolCall("b", "guarded", "{}"), ToolCall("c", "free", "")]
+    paused = [
+        ChatMessage.user("go"),
+        ChatMessage.assistant("", calls),
+        ChatMessage.tool_result(calls[0], "free"),
+        ChatMessage.tool_result(calls[2], "free"),
+    ]
+    with pytest.raises(AssertionError, match="answers 'c', but call order expects 'b'"):
+        assert_transcript_valid(paused, allow_pending_approval=True)
+    # ... and the loop refuses to resume it, before anything runs (b's answer would follow c's).
+    model = ScriptedChatClient(["done"])
+    agent = FunctionInvokingChatClient(model, ECHOES)
+    approve = RunOptions(tool_approval_responses=[ToolApprovalResponse("b", approved=True)])
+    with pytest.raises(ConversationError, match=r"'c', but 'b', an earlier call"):
+        trio.run(run_to_completion, agent, paused, approve)
+    assert model.calls == []

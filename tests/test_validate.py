@@ -348,6 +348,8 @@ def test_local_refs_work() -> None:
         ({"type": "object", "properties": {"a": {"$ref": "#/nope"}}}, "nope"),
         ({"type": "object", "properties": {"a": {"enum": [math.nan]}}}, "not JSON"),
         ({"type": "object", "properties": {"a": {"enum": [b"x"]}}}, "not JSON"),
+        ({"type": "object", "properties": {"a": {"type": []}}}, "type at #/properties/a is []"),
+        ({"type": []}, "type at # is []"),
     ],
 )
 def test_invalid_schema_is_a_tool_definition_error(schema: dict[str, Any], problem: str) -> None:

@@ -34,6 +34,19 @@ from ._updates import (
 __all__ = ["AccumulatedToolCall", "ToolCallAccumulator"]
 
 
+def _not_text(update: AgentResponseUpdate, field: str, value: object) -> str:
+    return f"{type(update).__name__}.{field} must be a str, got {value!r:.80}"
+
+
+def _call_id(update: ToolCallStart | ToolCallArgs | ToolCallEnd) -> str:
+    """The update's call id, checked: a str (a buggy client's ``None`` is no key to merge on).
+    Where an id is looked up among the open calls, found is enough (their ids were checked at
+    their start), and this runs only when it is not found."""
+    if not isinstance(update.id, str):
+        raise StreamProtocolError(_not_text(update, "id", update.id))
+    return update.id
+
+
 @attrs.define
 class AccumulatedToolCall:
     """A tool call as the stream has delivered it so far."""
@@ -78,21 +91,31 @@ class ToolCallAccumulator:
         """Take one update; return the finished call when ``update`` ends one.
 
         Raises:
-            StreamProtocolError: ``update`` contradicts what came before; the message names the
-                call id and the problem.
+            StreamProtocolError: ``update`` contradicts what came before, or a text, name, id or
+                arguments piece of it is not a ``str``; the message names the call id (or the
+                field) and the problem.
         """
         if isinstance(update, TextDelta):
+            if not isinstance(update.text, str):
+                raise StreamProtocolError(_not_text(update, "text", update.text))
             self._text.append(update.text)
         elif isinstance(update, ToolCallArgs):
-            open_call = self._open.get(update.id)
+            if not isinstance(update.args_delta, str):
+                raise StreamProtocolError(_not_text(update, "args_delta", update.args_delta))
+            try:
+                open_call = self._open.get(update.id)  # (the keys are str: _start checks them)
+            except TypeError:  # unhashable: no str
+                open_call = None
             if open_call is None:
-                raise StreamProtocolError(self._not_open(update.id, "ToolCallArgs"))
+                raise StreamProtocolError(self._not_open(_call_id(update), "ToolCallArgs"))
             open_call[1].append(update.args_delta)
         elif isinstance(update, ToolCallStart):
             self._start(update)
         elif isinstance(update, ToolCallEnd):
-            return self._end(update.id)
+            return self._end(update)
         elif isinstance(update, ReasoningDelta):
+            if not isinstance(update.text, str):
+                raise StreamProtocolError(_not_text(update, "text", update.text))
             self._reasoning.append(update.text)
             if self._reasoning_field is None:
                 self._reasoning_field = update.field
@@ -113,6 +136,9 @@ class ToolCallAccumulator:
             item[name] = text if not isinstance(before, str) else before + text
 
     def _start(self, update: ToolCallStart) -> None:
+        _call_id(update)
+        if not isinstance(update.name, str):
+            raise StreamProtocolError(_not_text(update, "name", update.name))
         positions = self._positions
         if update.id in positions:
             state = "still open" if update.id in self._open else "already ended"
@@ -122,10 +148,14 @@ class ToolCallAccumulator:
         positions[update.id] = len(positions)
         self._open[update.id] = (update.name, [])
 
-    def _end(self, call_id: str) -> ToolCall:
-        open_call = self._open.pop(call_id, None)
+    def _end(self, update: ToolCallEnd) -> ToolCall:
+        call_id = update.id
+        try:
+            open_call = self._open.pop(call_id, None)  # (the keys are str: _start checks them)
+        except TypeError:  # unhashable: no str
+            open_call = None
         if open_call is None:
-            raise StreamProtocolError(self._not_open(call_id, "ToolCallEnd"))
+            raise StreamProtocolError(self._not_open(_call_id(update), "ToolCallEnd"))
         name, pieces = open_call
         # As AccumulatedToolCall.to_tool_call: empty arguments stand for ``{}``.
         done = self._done[call_id] = ToolCall(call_id, name, "".join(pieces) or "{}")

@@ -63,13 +63,15 @@ def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
 
     The trailing assistant message is the last message, or the last one before the tool
     messages that end the conversation. Those tool messages (the results of calls that ran
-    before a pause) must answer calls of that message, once each, in call order.
+    before a pause) must answer the first calls of that message, once each, in call order (the
+    answers of the pending calls are added after them).
 
     Raises:
         ConversationError: the assistant message makes two calls with one id; a trailing tool
             message answers a call the assistant message did not make, answers one twice, or
-            answers out of call order; or tool messages end the conversation with no assistant
-            message with calls before them.
+            answers a call before an earlier one is answered (out of call order, or after a
+            pending call, whose answer would then come out of order); or tool messages end the
+            conversation with no assistant message with calls before them.
     """
     end = len(messages)
     start = end
@@ -100,7 +102,6 @@ def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
             "needs an id of its own to be answered"
         )
     answered: set[str] = set()
-    last = -1
     for index in range(start, end):
         call_id = messages[index].tool_call_id
         where = f"messages[{index}] answers tool call {call_id!r}"
@@ -111,13 +112,14 @@ def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
             )
         if call_id in answered:
             raise ConversationError(f"{where} a second time")
-        if order[call_id] < last:
+        if order[call_id] > len(answered):  # out of call order, or after a pending call
+            pending = calls[len(answered)].id
             raise ConversationError(
-                f"{where} out of call order: it comes after the answer to "
-                f"{calls[last].id!r}, a later call"
+                f"{where}, but {pending!r}, an earlier call of messages[{start - 1}], has no "
+                "answer before it: answers must follow call order, and a pending call's answer, "
+                "added on resume, would come after this one"
             )
         answered.add(call_id)
-        last = order[call_id]
     return [call for call in calls if call.id not in answered]
 
 

@@ -34,9 +34,14 @@ across documents, and ``format`` names fastjsonschema does not know. ``pattern``
 regular expression: an ECMA-262 pattern Python cannot compile (``\\p{L}``) makes the schema
 invalid.
 
+In every dialect but draft 4 (which fastjsonschema reads itself), draft 4's boolean
+``exclusiveMinimum`` / ``exclusiveMaximum`` (OpenAPI 3.0 writes them, often without
+``$schema``) become the numbers later drafts take: ``true`` makes ``minimum`` / ``maximum``
+exclusive, ``false`` is dropped.
+
 The same pass refuses a ``multipleOf`` that is not a number above zero (fastjsonschema compiles
-it, then divides by it on every call), and names the place of a ``pattern`` that Python's ``re``
-cannot compile.
+it, then divides by it on every call) and an empty ``type`` list, and names the place of a
+``pattern`` that Python's ``re`` cannot compile.
 """
 
 from __future__ import annotations
@@ -155,7 +160,8 @@ def _check_patterns(node: Mapping[str, Any], path: _Path) -> None:
 class _Rewriter:
     """One pass over a schema: the rewritten copy, and where every subschema went."""
 
-    def __init__(self, dialect: str) -> None:
+    def __init__(self, dialect: str, *, draft_4: bool = False) -> None:
+        self.draft_4 = draft_4
         self.rewrite = dialect != "draft-07"
         self.prefix_items = dialect in ("2020-12", "unspecified")
         self.ref_siblings = dialect in ("2019-09", "2020-12")
@@ -173,6 +179,10 @@ class _Rewriter:
             return node  # a boolean schema, or something fastjsonschema reports
         self.moved[orig] = new
         _check_multiple_of(node, orig)
+        if node.get("type") == []:  # fastjsonschema would refuse every value, saying "must be "
+            raise ToolDefinitionError(
+                f"invalid JSON Schema: type at {_where(orig)} is [], which names no type"
+            )
         _check_patterns(node, orig)
         node_id = node.get("$id")
         if isinstance(node_id, str) and not node_id.startswith("#"):
@@ -246,6 +256,8 @@ class _Rewriter:
                         _merge_dependency(merged, name, required)
             else:
                 out[target] = value
+        if not self.draft_4:
+            _exclusive_bounds(out)
         if self.rewrite:
             self._refs(out, resource)
         return out
@@ -332,6 +344,21 @@ class _Rewriter:
             node["$ref"] = _where(relative)
 
 
+def _exclusive_bounds(out: dict[str, Any]) -> None:
+    """Draft 4's boolean ``exclusiveMinimum`` / ``exclusiveMaximum`` (OpenAPI 3.0 writes them,
+    often without a ``$schema``) in the numeric form of later drafts: ``true`` makes the bound
+    beside it exclusive, ``false`` is no constraint. (Read as numbers, ``true`` is 1 and
+    ``false`` 0, which would refuse valid arguments.)"""
+    for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        flag = out.get(exclusive)
+        if not isinstance(flag, bool):
+            continue
+        del out[exclusive]
+        limit = out.get(bound)
+        if flag and isinstance(limit, int | float) and not isinstance(limit, bool):
+            out[exclusive] = out.pop(bound)
+
+
 def _as_schema(dependency: object) -> object:
     return {"required": dependency} if isinstance(dependency, list) else dependency
 
@@ -359,7 +386,8 @@ def for_fastjsonschema(schema: Mapping[str, Any]) -> dict[str, Any]:
             not a regular expression Python can compile; the message gives its place as a JSON
             pointer.
     """
-    rewriter = _Rewriter(_dialect(schema))
+    uri = schema.get("$schema")
+    rewriter = _Rewriter(_dialect(schema), draft_4=isinstance(uri, str) and "draft-04" in uri)
     out = rewriter.schema(schema, (), (), ())
     assert isinstance(out, dict)
     rewriter.fix_refs()

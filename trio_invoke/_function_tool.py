@@ -37,6 +37,10 @@ _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 def _is_async(func: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(func):
         return True
+    # A plain decorator's wrapper (``functools.wraps``) of an ``async def``: calling it gives the
+    # coroutine to await (in a worker thread it would be a coroutine nobody awaits).
+    if inspect.iscoroutinefunction(inspect.unwrap(func)):
+        return True
     # An object whose __call__ is ``async def`` (for a function, type(func).__call__ is not).
     return inspect.iscoroutinefunction(type(func).__call__)
 
@@ -146,7 +150,7 @@ class FunctionTool(Generic[P, R]):
             name = getattr(func, "__name__", None)
             if not isinstance(name, str):
                 raise ToolDefinitionError(f"{func!r} has no __name__; pass @tool(name=...)")
-        if not _NAME_RE.match(name):
+        if not _NAME_RE.fullmatch(name):
             raise ToolDefinitionError(
                 f"tool name {name!r} must match {_NAME_RE.pattern}; pass @tool(name=...)"
             )
@@ -178,7 +182,8 @@ class FunctionTool(Generic[P, R]):
 
         Arguments of Enum-typed parameters (also ``Optional[...]``, ``list[...]``,
         ``dict[str, ...]`` of an Enum) become members; an integral float for an ``int``
-        parameter becomes an ``int``. ``arguments`` itself is not changed.
+        (or an integer ``Literal``) parameter becomes an ``int``. ``arguments`` itself is not
+        changed.
 
         An async function is awaited in the calling task. A plain function runs in a worker
         thread (:func:`trio.to_thread.run_sync`) under the tool's ``limiter``, else the one the

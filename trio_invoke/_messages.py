@@ -74,6 +74,8 @@ _LOOP_ERROR: Final = re.compile(r"(?:\[arguments replaced by the user: .*?\] )?E
 definition of it: a tool message without ``provider_data["is_error"]`` is an error result when
 its text reads so (the Anthropic wire), and the loop marks a result only where that reading
 would be wrong (:func:`_loop_tool_result`)."""
+_STR: Final = attrs.validators.instance_of(str)
+_OPTIONAL_STR: Final = attrs.validators.optional(_STR)
 _ERROR_MARK: Final = MappingProxyType({"is_error": True})
 _SUCCESS_MARK: Final = MappingProxyType({"is_error": False})
 
@@ -140,13 +142,17 @@ def _call_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 @attrs.frozen
 class ToolCall:
-    """One call of a tool, as the model made it."""
+    """One call of a tool, as the model made it.
 
-    id: str
+    Raises:
+        TypeError: ``id``, ``name`` or ``arguments`` is not a ``str``.
+    """
+
+    id: str = attrs.field(validator=_STR)
     """The call id the model (or provider) gave; tool messages answer it by this id."""
-    name: str
+    name: str = attrs.field(validator=_STR)
     """The tool's name."""
-    arguments: str
+    arguments: str = attrs.field(validator=_STR)
     """The raw JSON text of the arguments, exactly as the model sent it (possibly invalid)."""
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_call_extra, hash=False, repr=show
@@ -213,7 +219,20 @@ def _json(extra: dict[str, Any], what: str, at: str = "") -> dict[str, Any]:
 
 
 def _to_tool_calls(value: Iterable[ToolCall] | None) -> tuple[ToolCall, ...] | None:
-    return None if value is None else tuple(value)
+    if value is None:
+        return None
+    if isinstance(value, ToolCall | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"ChatMessage tool_calls must be an iterable of ToolCall, got {_preview(value)}"
+        )
+    calls = tuple(value)
+    for i, call in enumerate(calls):
+        if not isinstance(call, ToolCall):
+            raise TypeError(
+                f"ChatMessage tool_calls[{i}] must be a ToolCall, got {_preview(call)}; read "
+                "OpenAI-format messages with ChatMessage.from_dict"
+            )
+    return calls
 
 
 def _to_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPart, ...]:
@@ -252,8 +271,9 @@ class ChatMessage:
     ``TOOL`` messages that answer them.
 
     Raises:
-        TypeError: ``content`` is neither a ``str`` nor content parts; ``reasoning`` is not a
-            ``str``.
+        TypeError: ``content`` is neither a ``str`` nor content parts; ``tool_calls`` is not
+            ``None`` or ``ToolCall`` objects; ``name``, ``tool_call_id`` or ``reasoning`` is
+            not a ``str`` (or ``None``).
         ValueError: ``reasoning_field`` is not a known name, or ``provider_data`` holds a key
             the message models itself (either reasoning name included, with or without
             reasoning), or a value that is not JSON.
@@ -266,9 +286,9 @@ class ChatMessage:
     message holds more than text (images); :attr:`text` is the text either way."""
     tool_calls: tuple[ToolCall, ...] | None = attrs.field(default=None, converter=_to_tool_calls)
     """On an assistant message: the tools it calls, in call order. ``None`` when it calls none."""
-    name: str | None = None
+    name: str | None = attrs.field(default=None, validator=_OPTIONAL_STR)
     """On a ``TOOL`` message: the tool's name (optional on the wire)."""
-    tool_call_id: str | None = None
+    tool_call_id: str | None = attrs.field(default=None, validator=_OPTIONAL_STR)
     """On a ``TOOL`` message: the id of the call it answers."""
     reasoning: str | None = attrs.field(default=None, kw_only=True)
     """On an assistant message: the reasoning the model streamed before (or between) its text

@@ -95,7 +95,13 @@ def _definitions(value: Iterable[ToolDefinition]) -> tuple[ToolDefinition, ...]:
 
 
 def _middleware(value: Iterable[ToolMiddleware] | None) -> tuple[ToolMiddleware, ...] | None:
-    return None if value is None else tuple(value)
+    if value is None:
+        return None
+    if callable(value) or not isinstance(value, Iterable):  # one middleware, not a sequence
+        raise TypeError(
+            f"RunOptions middleware must be a sequence of middleware, got {value!r:.80}"
+        )
+    return tuple(value)
 
 
 def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -138,6 +144,13 @@ def _count(instance: RunOptions, attribute: attrs.Attribute[Any], value: object)
     check_count(f"RunOptions {attribute.name}", value)
 
 
+def _approval_mode(instance: RunOptions, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and value not in ("batch", "per_call"):
+        raise ConfigurationError(
+            f"RunOptions approval must be 'batch', 'per_call' or None, got {value!r}"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class RunOptions:
     """Options for one run of a chat client. Immutable: derive copies with :meth:`evolve`.
@@ -150,7 +163,7 @@ class RunOptions:
     Values are checked as they are given (also by :meth:`evolve`).
 
     Raises:
-        ConfigurationError: a bad ``tool_timeout`` or ``max_tool_calls``, or two
+        ConfigurationError: a bad ``tool_timeout``, ``max_tool_calls`` or ``approval``, or two
             ``provider_tools`` with one name; the message names the value.
         TypeError: a field of the wrong type (an answer that is not a
             :class:`ToolApprovalResponse`, a ``cancel_scope`` that is not a
@@ -205,10 +218,12 @@ class RunOptions:
     integer of at least 0. ``None``: the client's setting. Anything else is a
     :class:`ConfigurationError`."""
 
-    approval: Literal["batch", "per_call"] | None = None
+    approval: Literal["batch", "per_call"] | None = attrs.field(
+        default=None, validator=_approval_mode
+    )
     """How a batch that needs approval pauses in this run, overriding the client's ``approval``
     (``"batch"``: nothing of it runs; ``"per_call"``: the calls that need no approval run first).
-    ``None``: the client's setting."""
+    ``None``: the client's setting. Anything else is a :class:`ConfigurationError`."""
     middleware: tuple[ToolMiddleware, ...] | None = attrs.field(default=None, converter=_middleware)
     """The middleware of this run's calls, replacing the client's; ``()`` for none. ``None``:
     the client's."""

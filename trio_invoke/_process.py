@@ -5,9 +5,10 @@ started with the ``spawn`` method, and killed when a call is cancelled or times 
 (``kill_on_cancel=True``), so nothing of a cancelled call keeps running. Everything that crosses
 between the processes is pickled with the standard :mod:`pickle`:
 
-* the function, **by reference** for a plain function or a class (its module and qualified
-  name: the worker imports the module, which may run ``@tool`` again there, and takes the
-  function out of the ``FunctionTool`` it finds), else **by value** (a bound method, a
+* the function, **by reference** for a plain function, a class or a decorator's wrapper that
+  pickles by its name such as ``functools.cache``'s (its module and qualified name: the worker
+  imports the module, which may run ``@tool`` again there, and takes the function out of the
+  ``FunctionTool`` it finds), else **by value** (a bound method, a
   ``functools.partial``, a callable object), pickled on every call;
 * the arguments (JSON values, and members of the Enum types the parameters name);
 * the result, or the exception the function raised.
@@ -37,15 +38,15 @@ from typing import Any
 import attrs
 import trio
 
-from ._exceptions import ToolDefinitionError, ToolProcessError
-from ._schema import _hints_source
+from ._exceptions import StopLoop, ToolDefinitionError, ToolError, ToolProcessError
+from ._schema import _hints_source, parameter_hints
 
 __all__ = ["ProcessTarget", "Reference", "import_trio_parallel", "run_in_worker"]
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 _MISSING_EXTRA = (
     '@tool(isolation="process") needs trio-parallel, which is not installed: '
-    'pip install "trio_invoke[process]"'
+    'pip install "trio_invoke[process]" (from a checkout: pip install ".[process]")'
 )
 
 
@@ -69,7 +70,8 @@ class Reference:
 
     def resolve(self) -> Callable[..., Any]:
         """Import the module and find the function in it, through the ``FunctionTool`` (or any
-        decorator that sets ``__wrapped__``) that the name is bound to by now.
+        decorator that sets ``__wrapped__``, or a wrapper tool that holds it as ``tool``, such
+        as ``f = ApprovalRequiredTool(f)``) that the name is bound to by now.
 
         Raises:
             ImportError, AttributeError: the module or the name is not there.
@@ -86,14 +88,17 @@ class Reference:
             if self._is_the_function(obj, module_name):
                 function: Callable[..., Any] = obj
                 return function
-            obj = getattr(obj, "__wrapped__", None)
+            inner = getattr(obj, "__wrapped__", None)
+            obj = inner if inner is not None else getattr(obj, "tool", None)
             if obj is None:
                 break
         raise LookupError(f"{self.module}.{self.qualname} is {found!r}, not the tool's function")
 
     def _is_the_function(self, obj: object, module_name: str) -> bool:
+        # Any callable with the name: a function, a class, a decorator's wrapper such as
+        # functools.cache's (a tool itself has no __qualname__, so it is looked through).
         return (
-            (inspect.isfunction(obj) or isinstance(obj, type))
+            callable(obj)
             and getattr(obj, "__module__", None) in (self.module, module_name)
             and getattr(obj, "__qualname__", None) == self.qualname
         )
@@ -130,13 +135,30 @@ def _reference(func: Callable[..., Any]) -> Reference:
             f"its module {module!r} is not an imported module, so it cannot be pickled by "
             "reference; define it in a module a worker process can import",
         )
-    if module == "__main__" and not getattr(loaded, "__file__", None):
+    main_file = getattr(loaded, "__file__", None)
+    # No file (a REPL, python -c) or a pseudo-file such as "<stdin>" (python - < script.py).
+    if module == "__main__" and (not isinstance(main_file, str) or main_file[:1] in ("", "<")):
+        where = f" (its __file__ is {main_file!r})" if main_file else ""
         raise _cannot_send(
             func,
-            "it is defined in an interactive session (or python -c), whose __main__ a worker "
-            "process cannot import, so it cannot be pickled; define it in a module file",
+            f"it is defined in an interactive session (or python -c, or a program read from "
+            f"standard input){where}, whose __main__ a worker process cannot import, so it "
+            "cannot be pickled; define it in a module file",
         )
     return Reference(module, qualname)
+
+
+def _by_name(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` is a decorator's wrapper that pickles by its qualified name (as
+    ``functools.cache``'s does): under ``@tool`` that name is bound to the tool, not to the
+    wrapper, so it must go by reference, as a plain function does."""
+    if not hasattr(func, "__wrapped__"):
+        return False
+    try:
+        reduced = func.__reduce_ex__(_PROTOCOL)
+    except Exception:
+        return False
+    return isinstance(reduced, str)
 
 
 def _check_pickles(func: Callable[..., Any]) -> None:
@@ -154,7 +176,7 @@ def _enum_types(annotation: object) -> list[type]:
 
 def _check_enum_parameters(func: Callable[..., Any]) -> None:
     """Members of the Enum types of the parameters are pickled by reference to their class."""
-    hints = typing.get_type_hints(_hints_source(func), include_extras=True)
+    hints = parameter_hints(_hints_source(func))
     for name, annotation in hints.items():
         if name == "return":
             continue
@@ -208,7 +230,7 @@ class ProcessTarget:
             ToolDefinitionError: it cannot (a lambda, a local function, an unpicklable
                 callable); the message says why.
         """
-        if inspect.isfunction(function) or isinstance(function, type):
+        if inspect.isfunction(function) or isinstance(function, type) or _by_name(function):
             reference = _reference(function)
             return cls(function, reference, pickle.dumps(reference, _PROTOCOL))
         _check_pickles(function)
@@ -309,6 +331,53 @@ def _unsendable(exc: BaseException) -> str | None:
     return None
 
 
+_TOO_DEEP = (
+    "(its traceback in the worker process was too deep to send back, so it comes without "
+    "the worker's frames)"
+)
+_NO_CHAIN = (
+    "(its cause and context in the worker process did not pickle, so it comes without them "
+    "and without the worker's frames)"
+)
+
+
+def _drop_tracebacks(exc: BaseException) -> None:
+    """Drop the tracebacks of ``exc`` and of every exception chained to it (a traceback
+    hundreds of frames deep does not pickle: tblib pickles it frame by frame, one level of
+    recursion each)."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        one = todo.pop()
+        if id(one) in seen:
+            continue
+        seen.add(id(one))
+        one.__traceback__ = None
+        todo += [chained for chained in (one.__cause__, one.__context__) if chained is not None]
+        if isinstance(one, BaseExceptionGroup):
+            todo += one.exceptions
+
+
+def _make_sendable(exc: Exception) -> str | None:
+    """Make ``exc`` sendable, if it can be without changing what it means, with a note; else
+    why it cannot be sent even so.
+
+    First without the worker's tracebacks; then, for a ``ToolError`` (its message is the
+    call's result) or a ``StopLoop`` (it stops the loop), also without its cause and context.
+    """
+    _drop_tracebacks(exc)
+    why = _unsendable(exc)
+    if why is None:
+        exc.add_note(_TOO_DEEP)
+        return None
+    if isinstance(exc, ToolError | StopLoop):
+        exc.__cause__ = exc.__context__ = None
+        why = _unsendable(exc)
+        if why is None:
+            exc.add_note(_NO_CHAIN)
+    return why
+
+
 def _load(
     tool_name: str, function: bytes, arguments: bytes
 ) -> tuple[Callable[..., Any], dict[str, Any]] | ToolProcessError:
@@ -343,8 +412,11 @@ def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
     Every failure that would not cross back intact becomes a :class:`ToolProcessError`: an
     exception that does not pickle (raising it would kill the worker), a ``BaseException``
     such as ``SystemExit`` (it would end the parent's run), a result that does not pickle.
-    Exceptions that pickle are raised as they are. Each ``ToolProcessError`` is raised outside
-    the ``except`` block that made it, so that no unpicklable ``__context__`` rides along.
+    Exceptions that pickle are raised as they are (without the worker's frames when only
+    their traceback is too deep to pickle; a ``ToolError`` or ``StopLoop`` also without a
+    cause or context that does not pickle; a note says so). Each ``ToolProcessError``
+    is raised outside the ``except`` block that made it, so that no unpicklable
+    ``__context__`` rides along.
     """
     loaded = _load(tool_name, function, arguments)
     if isinstance(loaded, ToolProcessError):
@@ -354,7 +426,9 @@ def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
     try:
         result = func(**kwargs)
     except Exception as exc:
-        why = _unsendable(exc)
+        if _unsendable(exc) is None:
+            raise
+        why = _make_sendable(exc)  # why it cannot be sent without the tracebacks either
         if why is None:
             raise
         failure = ToolProcessError(

@@ -35,13 +35,19 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 import attrs
 
 from ._exceptions import ToolDefinitionError
 
-__all__ = ["FunctionDescription", "describe_function", "function_schema", "parse_docstring"]
+__all__ = [
+    "FunctionDescription",
+    "describe_function",
+    "function_schema",
+    "parameter_hints",
+    "parse_docstring",
+]
 
 _PRIMITIVES: dict[object, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -268,10 +274,11 @@ def _fix_int(value: Any) -> Any:
 def _annotation_converter(annotation: object) -> Converter | None:
     """What turns a validated JSON value into a value of ``annotation``; ``None`` if nothing does.
 
-    Enum parameters get the member with that value; ``int`` parameters get an ``int`` for an
-    integral float; ``list``, ``dict`` and unions convert their contents. In a union, a value that
-    is already an instance of a member that needs no conversion (``str``, ``float``, ``None``...)
-    is left as it is; otherwise the first member whose conversion succeeds wins.
+    Enum parameters get the member with that value; ``int`` parameters and integer ``Literal``
+    parameters get an ``int`` for an integral float; ``list``, ``dict`` and unions convert their
+    contents. In a union, a value that is already an instance of a member that needs no
+    conversion (``str``, ``float``, ``None``...) is left as it is; otherwise the first member
+    whose conversion succeeds wins.
     """
     origin = get_origin(annotation)
     args = get_args(annotation)
@@ -279,6 +286,10 @@ def _annotation_converter(annotation: object) -> Converter | None:
         return _annotation_converter(args[0])
     if annotation is int:
         return _fix_int
+    if origin is Literal:
+        # JSON Schema counts 1.0 as the integer 1, which an ``enum`` of 1 accepts.
+        ints = any(isinstance(v, int) and not isinstance(v, bool) for v in args)
+        return _fix_int if ints else None
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return annotation
     if origin is list and args:
@@ -352,6 +363,55 @@ def _hints_source(func: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+_PROBE: Final = (lambda: None).__code__
+
+
+def _parameter_hints(source: Callable[..., Any]) -> tuple[dict[str, Any] | None, str]:
+    """The type hints of ``source``'s parameters, resolved one by one, its return annotation
+    left out; or ``None`` and which parameter's annotation does not resolve, as the start of a
+    message (``"the annotation of parameter 'x' (Missing): "``; ``""`` if it cannot tell)."""
+    annotations = getattr(source, "__annotations__", None)
+    namespace = getattr(inspect.unwrap(source), "__globals__", None)
+    if not isinstance(annotations, dict) or not isinstance(namespace, dict):
+        return None, ""
+    hints: dict[str, Any] = {}
+    for name, annotation in annotations.items():
+        if name == "return":
+            continue
+        probe = types.FunctionType(_PROBE, namespace)
+        probe.__annotations__ = {name: annotation}
+        try:
+            hints.update(typing.get_type_hints(probe, include_extras=True))
+        except Exception:
+            shown = annotation if isinstance(annotation, str) else repr(annotation)
+            return None, f"the annotation of parameter {name!r} ({shown}): "
+    return hints, ""
+
+
+def parameter_hints(source: Callable[..., Any]) -> dict[str, Any]:
+    """``typing.get_type_hints(source, include_extras=True)``, or, when that fails, the hints
+    of the parameters alone (a return annotation that does not resolve is left out).
+
+    Raises:
+        Exception: What ``typing.get_type_hints`` raised, when a parameter's hint fails too.
+    """
+    try:
+        return typing.get_type_hints(source, include_extras=True)
+    except Exception:
+        resolved, _ = _parameter_hints(source)
+        if resolved is None:
+            raise
+        return resolved
+
+
+def _doc_source(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Whose docstring describes ``func``: a ``functools.partial``'s own docstring is the
+    generic one of its type (unless one was set), so it is its function's."""
+    while isinstance(func, functools.partial) and func.__doc__ == type(func).__doc__:
+        func = func.func
+    return func
+
+
 def describe_function(func: Callable[..., Any]) -> FunctionDescription:
     """Read a function's parameters schema, description and argument converters.
 
@@ -367,17 +427,25 @@ def describe_function(func: Callable[..., Any]) -> FunctionDescription:
         ToolDefinitionError: A parameter cannot be described: unsupported or missing annotation,
             ``*args``/``**kwargs``, or positional-only. The message names the function and the
             parameter: ``"@tool cannot describe parameter 'x' of function 'f': unsupported
-            annotation <class 'bytes'>"``. Also raised when the type hints cannot be resolved.
+            annotation <class 'bytes'>"``. Also raised when a parameter's type hint cannot be
+            resolved (the message names it); a return annotation that cannot is left alone.
     """
     func_name = _function_name(func)
+    source: Callable[..., Any] | None = None
     try:
         signature = inspect.signature(func)
-        hints = typing.get_type_hints(_hints_source(func), include_extras=True)
+        source = _hints_source(func)
+        hints = typing.get_type_hints(source, include_extras=True)
     except Exception as exc:  # NameError for an unresolvable forward reference, TypeError, ...
-        raise ToolDefinitionError(
-            f"@tool cannot read the signature of function {func_name!r}: {exc}"
-        ) from exc
-    description, arg_docs = parse_docstring(inspect.getdoc(func))
+        # One by one: a return annotation that does not resolve (a name imported only under
+        # TYPE_CHECKING) is no reason to refuse; a parameter's is, and the message names it.
+        resolved, where = _parameter_hints(source) if source is not None else (None, "")
+        if resolved is None:
+            raise ToolDefinitionError(
+                f"@tool cannot read the signature of function {func_name!r}: {where}{exc}"
+            ) from exc
+        hints = resolved
+    description, arg_docs = parse_docstring(inspect.getdoc(_doc_source(func)))
     properties: dict[str, Any] = {}
     required: list[str] = []
     converters: dict[str, Converter] = {}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import types
 import typing
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Final, TypeAlias, cast
 
 import attrs
@@ -153,11 +154,9 @@ class ScriptedChatClient:
     calls: list[ScriptedCall] = attrs.field(factory=list, init=False)
     """One record per call so far, in order."""
 
-    @entered_once
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[AgentResponseUpdate]]:
         """Replay the next scripted response.
 
         Raises:
@@ -167,6 +166,14 @@ class ScriptedChatClient:
 
         Cancellation: the replay stops where it was; the call stays recorded in :attr:`calls`.
         """
+        return self._run(messages, options)
+
+    @entered_once
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """The generator behind :meth:`run`."""
         index = len(self.calls)
         self.calls.append(ScriptedCall(tuple(messages), options or RunOptions()))
         if index >= len(self.responses):
@@ -203,6 +210,11 @@ class _Replay:
     def __aiter__(self) -> _Replay:
         return self
 
+    def close(self) -> None:
+        """Close the items' iterator if it is a generator (its ``finally`` blocks run now)."""
+        if isinstance(self._items, types.GeneratorType):
+            self._items.close()
+
     async def __anext__(self) -> AgentResponseUpdate:
         item = next(self._items, _END)
         if item is _END:
@@ -215,5 +227,7 @@ class _Replay:
         elif not self._index % _CHECKPOINT_EVERY:
             await trio.lowlevel.checkpoint()
         if isinstance(item, BaseException):
-            raise item
+            # The same object may be raised by every replay of a shared script: without the
+            # reset its traceback would grow by these frames each time, and keep them alive.
+            raise item.with_traceback(None)
         return cast("AgentResponseUpdate", item)

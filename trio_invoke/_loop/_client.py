@@ -204,6 +204,13 @@ class FunctionInvokingChatClient:
         self.middleware = _checked_middleware(middleware)
         self.telemetry = telemetry
         _check("max_consecutive_errors", max_consecutive_errors, 1)
+        for flag, value in (
+            ("sequential", sequential),
+            ("include_detailed_errors", include_detailed_errors),
+            ("eager_tools", eager_tools),
+        ):  # a string from a config file ("false") would otherwise turn it on
+            if not isinstance(value, bool):
+                raise ConfigurationError(f"{flag} must be True or False, got {value!r}")
         self.inner = inner
         self.max_rounds = max_rounds
         self.on_max_rounds = on_max_rounds

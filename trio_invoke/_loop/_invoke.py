@@ -438,10 +438,14 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
 
 
 def _wrong_field(called: ToolCalled) -> str | None:
-    """What is wrong with a middleware's ``ToolCalled`` (its ``result`` is not text, its
-    ``is_error`` not a bool), or ``None``: attrs does not check the types it is given."""
+    """What is wrong with a middleware's ``ToolCalled`` (its ``call`` is not a ``ToolCall``, its
+    ``result`` not text, its ``is_error`` not a bool), or ``None``: attrs does not check the
+    types it is given."""
+    call: object = called.call
     result: object = called.result
     is_error: object = called.is_error
+    if not isinstance(call, ToolCall):
+        return f"call is {_a(type(call).__name__)}, not a ToolCall"
     if not isinstance(result, str):
         return f"result is {_a(type(result).__name__)}, not text"
     if not isinstance(is_error, bool):

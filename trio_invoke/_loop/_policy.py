@@ -17,7 +17,7 @@ like the others: it counts towards the cap, the streak and the budget.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import attrs
@@ -82,10 +82,20 @@ def turn_reason(
     return FinishReason.TOOL_CALLS
 
 
+_FREE_CHOICES = ("auto", "none")
+"""The ``tool_choice`` values that force no call (also as the ``type`` of a mapping, such as
+Anthropic's ``{"type": "auto"}``): they hold for every model call of a run."""
+
+
 def later_round_options(options: RunOptions) -> RunOptions:
     """The inner options after the first model call: a ``tool_choice`` that forces a call
-    (``"required"`` or one named tool) applies to the first call only, so the model can answer."""
-    if options.tool_choice is None or options.tool_choice in ("auto", "none"):
+    (``"required"`` or one named tool) applies to the first call only, so the model can answer.
+    One that forces none (``"auto"``, ``"none"``, or a mapping of those types, which may carry
+    more, such as ``disable_parallel_tool_use``) is kept."""
+    choice = options.tool_choice
+    if choice is None or choice in _FREE_CHOICES:
+        return options
+    if isinstance(choice, Mapping) and choice.get("type") in _FREE_CHOICES:
         return options
     return options.evolve(tool_choice=None)
 

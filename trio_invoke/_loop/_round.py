@@ -87,8 +87,8 @@ class Round:
     decisions: Mapping[str, ToolApprovalResponse] = attrs.field(factory=dict)
     """On resume: the user's answers, by call id."""
     # -- written by the consumer ----------------------------------------------------------------
-    _started: set[str] = attrs.field(factory=set, init=False)
-    """Ids of the calls handed to a task."""
+    _started: dict[str, float] = attrs.field(factory=dict, init=False)
+    """Ids of the calls handed to a task -> when (``trio.current_time()``)."""
     _approval_at: float = attrs.field(default=math.inf, init=False)
     """Call-order position of the first call seen that needs approval: eager start stops there."""
     # -- written by each call task, for its own call --------------------------------------------
@@ -171,10 +171,12 @@ class Round:
                 message = self.accumulator.message(calls)
             self._turn = Turn(message, calls, FinishReason.TOOL_CALLS)
         owed: list[AgentResponseUpdate] = []
+        now = trio.current_time()
         for call in self._turn.calls:
             if call.id not in self._results:
-                why = started if call.id in self._started else not_started
-                called = ToolCalled(call, f"Error: {why}", is_error=True)
+                began = self._started.get(call.id)
+                why, took = (not_started, 0.0) if began is None else (started, now - began)
+                called = ToolCalled(call, f"Error: {why}", is_error=True, duration=took)
                 self._results[call.id] = called
                 owed.append(called)
         return owed
@@ -220,7 +222,7 @@ class Round:
             calls = run_now
             if self.run.sequential:
                 for call in calls:
-                    self._started.add(call.id)
+                    self._started[call.id] = trio.current_time()
                     await self._answer_into(call, events)
                 return
             waiting = [call for call in calls if call.id not in self._started]
@@ -231,7 +233,7 @@ class Round:
             # The consumer's work is done: it becomes the first waiting call's task (one task
             # fewer per round), a sibling of the others, its result put into its own ``events``.
             first = waiting[0]
-            self._started.add(first.id)
+            self._started[first.id] = trio.current_time()
             await self._answer_into(first, events)
 
     async def _stream(self, events: Events, nursery: trio.Nursery) -> FinishReason:
@@ -283,8 +285,8 @@ class Round:
                             self._start_early(update, ended, events, nursery)
         except BaseException as exc:
             failure = _failure(run, exc)
-            if observed is not None:
-                observed.end(finish, accumulator.message(), failure)
+            if observed is not None:  # (the group of the client's own nursery: what it holds)
+                observed.end(finish, accumulator.message(), primary(failure))
             if failure is exc:
                 raise
             raise failure from failure.__cause__
@@ -315,7 +317,7 @@ class Round:
             self._start(ended, events, nursery)
 
     def _start(self, call: ToolCall, events: Events, nursery: trio.Nursery) -> None:
-        self._started.add(call.id)
+        self._started[call.id] = trio.current_time()
         nursery.start_soon(self._call, call, events.clone())
 
     # -- one call ---------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TypeAlias
 
 import attrs
@@ -82,11 +82,9 @@ class FunctionChatClient:
                 f"{_describe(value)}"
             )
 
-    @entered_once
-    @asynccontextmanager
-    async def run(
+    def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
-    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[AgentResponseUpdate]]:
         """Call the function and stream what it returned.
 
         Raises:
@@ -102,14 +100,28 @@ class FunctionChatClient:
         Whatever the function raises propagates from entering the context manager.
 
         Cancellation: an ``async`` function is cancelled where it waits, or the stream stops
-        where it was; the call stays recorded in :attr:`calls` either way.
+        where it was; the call stays recorded in :attr:`calls` either way. A generator the
+        function returned is closed on leaving, read to its end or not (its ``finally`` blocks
+        run then, as a real client's stream is closed when its response is left).
         """
+        return self._run(messages, options)
+
+    @entered_once
+    @asynccontextmanager
+    async def _run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        """The generator behind :meth:`run`."""
         call = ScriptedCall(tuple(messages), options or RunOptions())
         self.calls.append(call)
         response = self.function(call.messages, call.options)
         if inspect.isawaitable(response):
             response = await response
-        yield _replay_of(response, self.delay)
+        replay = _replay_of(response, self.delay)
+        try:
+            yield replay
+        finally:
+            replay.close()
 
 
 def _replay_of(response: object, delay: float) -> _Replay:

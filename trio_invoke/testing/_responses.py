@@ -25,8 +25,13 @@ def tool_call_updates(
     Returns:
         ``[ToolCallStart, ToolCallArgs..., ToolCallEnd]``; no ``Finish``. For every chunking and
         interleaving of several calls, draw from :func:`tool_call_streams`.
+
+    Raises:
+        ValueError: ``pieces`` is less than 1.
     """
-    count = min(max(1, pieces), len(arguments))  # one piece per character at most
+    if pieces < 1:
+        raise ValueError(f"tool_call_updates needs pieces >= 1, got {pieces!r}")
+    count = min(pieces, len(arguments))  # one piece per character at most
     size, longer = divmod(len(arguments), count) if count else (0, 0)
     # The first ``longer`` pieces take one character more: ``count`` pieces, none empty.
     bounds = [i * size + min(i, longer) for i in range(count + 1)]

@@ -18,7 +18,7 @@ try:
 except ImportError as exc:  # pragma: no cover - tests/test_extras.py imports it without Hypothesis
     raise ImportError(
         "trio_invoke.testing's strategies need Hypothesis, which is not installed: "
-        'pip install "trio_invoke[testing]"'
+        'pip install "trio_invoke[testing]" (from a checkout: pip install ".[testing]")'
     ) from exc
 
 from .._messages import FinishReason, ToolCall, Usage
@@ -206,8 +206,20 @@ def tool_call_streams(calls: Sequence[ToolCall]) -> st.SearchStrategy[list[Agent
         A strategy of update lists; accumulating one gives back ``calls``, in call order, except
         that a call whose ``arguments`` are ``""`` comes back with ``"{}"`` (the accumulator
         reads empty arguments as no arguments).
+
+    Raises:
+        TypeError: an item of ``calls`` is not a :class:`ToolCall`.
+        ValueError: two calls have the same id (their streams could not be told apart).
     """
-    return _tool_call_stream(list(calls))
+    calls = list(calls)
+    for call in calls:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"tool_call_streams takes ToolCalls, got {call!r}")
+    ids = [call.id for call in calls]
+    if len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise ValueError(f"tool_call_streams needs calls with unique ids; repeated: {repeated}")
+    return _tool_call_stream(calls)
 
 
 _BAD_ARGUMENTS = ('{"a": ', "[1, 2]", '"text"', "nul", "{}}")
@@ -263,6 +275,17 @@ def scripted_rounds(
 
     Returns:
         A strategy of scripts: pass one to ``ScriptedChatClient``.
+
+    Raises:
+        TypeError: ``tools`` is a single str, not a list of tools or names.
+        ValueError: ``max_rounds`` is less than 1.
     """
+    if isinstance(tools, str):
+        raise TypeError(
+            f"scripted_rounds takes a list of tools or of their names, not a str: "
+            f"scripted_rounds([{tools!r}])"
+        )
+    if max_rounds < 1:
+        raise ValueError(f"scripted_rounds needs max_rounds >= 1, got {max_rounds!r}")
     names = [t if isinstance(t, str) else t.name for t in tools]
     return _scripted_rounds(names, max_rounds)

@@ -50,12 +50,15 @@ def assert_transcript_valid(
     HTTP 400 at OpenAI).
 
     Args:
-        messages: The conversation, or what a run added to it.
+        messages: The conversation, or what a run added to it (but not what a resumed run
+            added alone: its first tool messages answer the assistant message it resumed).
         allow_pending_approval: Accept a conversation paused for approval (a run that ended with
             ``Finish(AWAITING_APPROVAL)``): the calls of the last assistant message may then be
             left without a tool message, as long as only tool messages follow it. Those of its
             calls that are answered (with ``eager_tools``, calls may have run before the pause)
-            must still be answered once each, in call order.
+            must still be answered once each, in call order, and come first in call order: a
+            pending call answered on resume is appended, so an answer after it would be out of
+            order.
 
     Raises:
         AssertionError: naming the message index and the call id that breaks the rule.
@@ -92,8 +95,8 @@ def assert_transcript_valid(
 
 
 def _check_paused_batch(messages: Sequence[ChatMessage], at: int) -> None:
-    """The tool messages after ``messages[at]`` answer some of its calls, once each, in call
-    order; the rest are pending."""
+    """The tool messages after ``messages[at]`` answer its first calls, once each, in call
+    order; the rest are pending (their answers, on resume, follow these)."""
     open_ids = [call.id for call in messages[at].tool_calls or ()]
     for index in range(at + 1, len(messages)):
         answered = messages[index].tool_call_id
@@ -102,4 +105,10 @@ def _check_paused_batch(messages: Sequence[ChatMessage], at: int) -> None:
                 f"message {index} answers {answered!r}, but the calls of message {at} still "
                 f"open in call order are {open_ids}"
             )
-        del open_ids[: open_ids.index(answered) + 1]
+        if answered != open_ids[0]:
+            raise AssertionError(
+                f"message {index} answers {answered!r}, but call order expects "
+                f"{open_ids[0]!r} (of message {at}) first: an answer to it on resume would "
+                "come after this one"
+            )
+        del open_ids[0]
