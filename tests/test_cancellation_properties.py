@@ -336,7 +336,7 @@ def check_updates(updates: list[Any], messages: list[ChatMessage], *, whole: boo
     telemetry=st.booleans(),
     interrupts=st.integers(0, 5).map(lambda n: n == 0),
 )
-def test_the_loop_keeps_its_promise_whatever_happens(  # noqa: PLR0917
+def test_the_loop_keeps_its_promise_whatever_happens(  # noqa: PLR0917 -- one per drawn dimension
     data: st.DataObject,
     options: dict[str, Any],
     cut: tuple[str, float],
@@ -451,13 +451,15 @@ def test_the_loop_keeps_its_promise_whatever_happens(  # noqa: PLR0917
     eager=st.booleans(),
     cut=CUTS,
     later_rounds=st.integers(0, 2),
+    telemetry=st.booleans(),
 )
-def test_a_resume_cut_short_can_be_resumed_or_sent_again(
+def test_a_resume_cut_short_can_be_resumed_or_sent_again(  # noqa: PLR0917 -- one per dimension
     data: st.DataObject,
     approval: str,
     eager: bool,
     cut: tuple[str, float],
     later_rounds: int,
+    telemetry: bool,
 ) -> None:
     tally = Tally()
     tools = make_tools(tally, interrupts=False)
@@ -500,11 +502,15 @@ def test_a_resume_cut_short_can_be_resumed_or_sent_again(
 
         # The resume, cut where drawn.
         resume_model = ScriptedChatClient([*later, ["done", Finish(FinishReason.STOP)]], delay=0.1)
+        opened = Opened()
+        provider = TracerProvider()
+        provider.add_span_processor(opened)
         resumer = FunctionInvokingChatClient(
             resume_model,
             tools,
-            approval=approval,
-            eager_tools=eager,  # type: ignore[arg-type]
+            approval=approval,  # type: ignore[arg-type]
+            eager_tools=eager,
+            telemetry=Telemetry(tracer_provider=provider) if telemetry else None,
         )
         scope = trio.CancelScope(deadline=trio.current_time() + (at if kind == "deadline" else 500))
         outer = trio.CancelScope(deadline=trio.current_time() + at if kind == "outer" else 1e9)
@@ -524,6 +530,8 @@ def test_a_resume_cut_short_can_be_resumed_or_sent_again(
         except CallerError:
             assert kind == "raise"
         assert tally.live == 0
+        assert not opened.open, f"spans left open: {opened.open}"
+        provider.shutdown()
         added = stream.messages if stream is not None else []
         note(f"added={added!r}")
         conversation = [*paused, *added]
