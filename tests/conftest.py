@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,22 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"trio_invoke was imported from the checkout ({PACKAGE}), not the installed wheel"
         )
+
+
+PROXY_VARIABLES = tuple(
+    case(f"{kind}_proxy") for kind in ("http", "https", "all") for case in (str.lower, str.upper)
+)
+"""The variables httpx2 (trust_env, its default) would send requests through a proxy for."""
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_proxy_from_the_environment() -> Iterator[None]:
+    """The tests' HTTP goes to their own servers on 127.0.0.1, never through a proxy that the
+    machine's environment names (which would get every request, and fail the test)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in PROXY_VARIABLES:
+            patch.delenv(name, raising=False)
+        yield
 
 
 @pytest.fixture

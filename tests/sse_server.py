@@ -64,6 +64,8 @@ class Request:
     headers: Mapping[str, str]
     """Header names in lower case."""
     body: bytes
+    lines: Sequence[tuple[str, str]] = ()
+    """The header lines as they came: (name, value), names in lower case, repeats kept."""
 
     @property
     def json(self) -> Any:
@@ -202,9 +204,11 @@ async def _read_request(stream: trio.SocketStream, buffer: bytearray) -> Request
     del buffer[: end + 4]
     method, path, _ = lines[0].split(" ", 2)
     headers: dict[str, str] = {}
+    fields: list[tuple[str, str]] = []
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
+        fields.append((name.strip().lower(), value.strip()))
     length = int(headers.get("content-length", "0"))
     while len(buffer) < length:
         data = await stream.receive_some()
@@ -213,7 +217,7 @@ async def _read_request(stream: trio.SocketStream, buffer: bytearray) -> Request
         buffer += data
     body = bytes(buffer[:length])
     del buffer[:length]
-    return Request(method, path, headers, body)
+    return Request(method, path, headers, body, tuple(fields))
 
 
 # -- helpers of the HTTP clients' tests --------------------------------------------------------

@@ -237,6 +237,8 @@ def test_delta_values_must_be_json() -> None:
         (ToolCallArgs("a", b"{}"), r"ToolCallArgs\.args_delta must be a str, got b'{}'"),  # type: ignore[arg-type]
         (ToolCallArgs(1, "{}"), r"ToolCallArgs\.id must be a str, got 1"),  # type: ignore[arg-type]
         (ToolCallEnd(None), r"ToolCallEnd\.id must be a str, got None"),  # type: ignore[arg-type]
+        (ToolCallArgs(["a"], "{}"), r"ToolCallArgs\.id must be a str, got \['a'\]"),  # type: ignore[arg-type]
+        (ToolCallEnd({"a": 1}), r"ToolCallEnd\.id must be a str, got \{'a': 1\}"),  # type: ignore[arg-type]
     ],
 )
 def test_an_update_holding_the_wrong_type_is_a_protocol_error(update: Any, match: str) -> None:

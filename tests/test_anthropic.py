@@ -138,6 +138,13 @@ async def test_base_url_and_key_from_the_environment(
     assert "sk-ant-env" not in repr(model)
 
 
+async def test_a_query_in_base_url_stays_at_the_end_of_the_url(server: SSEServer) -> None:
+    server.add(Reply([TEXT]))
+    model = AnthropicChatClient("claude-test", base_url=f"{server.root}/proxy/?team=a%20b")
+    await stream_updates(model)
+    assert server.requests[0].path == "/proxy/v1/messages?team=a%20b"
+
+
 def test_defaults_without_environment() -> None:
     model = AnthropicChatClient("claude-sonnet-4-5")
     assert (model.base_url, model.url) == (
@@ -343,6 +350,23 @@ async def test_connection_cut_mid_stream_is_not_retried(server: SSEServer) -> No
         await stream_updates(client_for(server), into=seen)
     assert seen[0] == TextDelta("Both at once.")
     assert len(server.requests) == 1
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+"""JSON nested deeper than the decoder's recursion limit: ``json.loads`` raises RecursionError."""
+
+
+async def test_an_event_nested_too_deeply_is_a_response_error(server: SSEServer) -> None:
+    server.add(Reply([message_start() + f"event: ping\ndata: {DEEP}\n\n".encode()]))
+    with pytest.raises(ModelResponseError, match=r"not valid JSON.*recursion"):
+        await stream_updates(client_for(server))
+
+
+async def test_an_error_body_nested_too_deeply_is_still_an_http_error(server: SSEServer) -> None:
+    server.add(Reply.error(529, f'{{"error": {{"type": {DEEP}}}}}'.encode()))
+    with pytest.raises(HTTPStatusError, match=r"HTTP 529: \{\"error\"") as caught:
+        await stream_updates(client_for(server, max_retries=0))
+    assert caught.value.status_code == 529
 
 
 async def test_a_body_that_ends_early_is_an_error(server: SSEServer) -> None:

@@ -343,3 +343,19 @@ def test_unsupported_parameter_fails_at_decoration() -> None:
         @tool
         def upload(data: bytes) -> None:
             pass
+
+
+@pytest.mark.parametrize(
+    ("wrapped", "match"),
+    [
+        (lambda x: x, r"^ApprovalRequiredTool: <lambda> is a function, not a tool: decorate it"),
+        (3, r"^ApprovalRequiredTool: 3 is not a tool: it has no name"),
+        (None, r"^ApprovalRequiredTool: None is not a tool"),
+    ],
+)
+def test_approval_required_tool_refuses_what_is_not_a_tool_at_once(
+    wrapped: object, match: str
+) -> None:
+    # Said where the mistake is made, not when a client is built from the wrapper.
+    with pytest.raises(TypeError, match=match):
+        ApprovalRequiredTool(wrapped)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 import sniffio
 import trio
 import trio.testing
-from sse_server import Reply, SSEServer, no_resource_warnings
+from sse_server import Reply, SSEServer, no_resource_warnings, stream_updates
 
 from trio_invoke import (
     AnthropicChatClient,
@@ -24,6 +25,8 @@ from trio_invoke import (
     Finish,
     FinishReason,
     HTTPStatusError,
+    ModelConnectionError,
+    ModelResponseError,
     ModelTimeoutError,
     OpenAIChatClient,
     RunOptions,
@@ -131,6 +134,138 @@ def test_the_client_is_an_attrs_class_with_the_same_signature() -> None:
     ]
     assert all(p.kind is p.KEYWORD_ONLY for name, p in parameters.items() if name != "model")
     assert "sk-secret" not in repr(OpenAIChatClient("m", api_key="sk-secret"))
+
+
+SECRET = "sk-4f9Qz"
+
+
+def build(client: str, **settings: Any) -> OpenAIChatClient | AnthropicChatClient:
+    if client == "openai":
+        return OpenAIChatClient("m", **settings)
+    return AnthropicChatClient("claude-x", **settings)
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        f"{SECRET}\n",
+        f"{SECRET}\r\nX-Injected: 1",
+        f" {SECRET}",
+        f"{SECRET} ",
+        "sk-4f9Qzé",
+        f"{SECRET}\x7f",
+    ],
+    ids=["a newline", "CRLF", "leading space", "trailing space", "non-ASCII", "DEL"],
+)
+@pytest.mark.parametrize("source", ["api_key", "environment"])
+def test_a_key_that_cannot_go_in_a_header_is_refused_without_showing_it(
+    client: str, key: str, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # httpx2 would refuse it at every request, with the header's value -- the key -- in its
+    # message (or raise a UnicodeEncodeError holding it): refused when the client is built.
+    env = "OPENAI_API_KEY" if client == "openai" else "ANTHROPIC_API_KEY"
+    if source == "environment":
+        monkeypatch.setenv(env, key)
+    settings = {"api_key": key} if source == "api_key" else {}
+    with pytest.raises(ConfigurationError, match="cannot go in an HTTP header") as caught:
+        build(client, **settings)
+    text = str(caught.value) + repr(caught.value.args)
+    assert "4f9Qz" not in text
+    assert (env in text) == (source == "environment")
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    ("headers", "shown"),
+    [
+        ({"Authorization": f"Bearer {SECRET}\n"}, "value of 'Authorization'"),
+        ({"X-Key": f"{SECRET}\r\nX-Injected: 1"}, "value of 'X-Key'"),
+        ({"X-Key": "é"}, "value of 'X-Key'"),
+        ({"X-Key": f"{SECRET} "}, "value of 'X-Key'"),
+        ({"X Key": "v"}, "'X Key' is not a valid header name"),
+        ({"X-Key:": "v"}, "'X-Key:' is not a valid header name"),
+    ],
+)
+def test_headers_that_cannot_be_sent_are_refused_without_showing_the_value(
+    client: str, headers: dict[str, str], shown: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(shown)) as caught:
+        build(client, headers=headers)
+    assert "4f9Qz" not in str(caught.value)
+
+
+async def test_a_good_key_and_headers_are_sent_as_they_are(server: SSEServer) -> None:
+    server.add(Reply([delta("a"), delta(None, "stop"), data("[DONE]")]))
+    headers = {"X-Tab": "a\tb c", "X-Empty": ""}
+    model = OpenAIChatClient("m", base_url=server.url, api_key="sk-A_b.c~9", headers=headers)
+    await collect(model, [])
+    sent = server.requests[0].headers
+    assert sent["authorization"] == "Bearer sk-A_b.c~9"
+    assert (sent["x-tab"], sent["x-empty"]) == ("a\tb c", "")
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_header_in_another_case_replaces_the_clients_own(
+    server: SSEServer, client: str
+) -> None:
+    # One of each goes out: the headers given replace the client's defaults, the API key's
+    # header replaces a header of that name given (as when the names' cases agree).
+    server.add(Reply.error(400, {"error": {"message": "x"}}))
+    key_header = "authorization" if client == "openai" else "x-api-key"
+    headers = {"accept": "application/json", key_header.upper(): "other", "X-Mine": "1"}
+    if client == "anthropic":
+        headers["Anthropic-Version"] = "2099-01-01"
+    base = server.url if client == "openai" else server.root
+    model = build(client, base_url=base, api_key="sk-k", headers=headers, max_retries=0)
+    with pytest.raises(HTTPStatusError):
+        await stream_updates(model)
+    lines = server.requests[0].lines
+    names = [name for name, _ in lines]
+    assert len(names) == len(set(names)), lines
+    sent = dict(lines)
+    assert sent["accept"] == "application/json"
+    assert sent[key_header] == ("Bearer sk-k" if client == "openai" else "sk-k")
+    assert sent["x-mine"] == "1"
+    if client == "anthropic":
+        assert sent["anthropic-version"] == "2099-01-01"
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_credentials_in_base_url_are_not_shown(server: SSEServer, client: str) -> None:
+    # A proxy's user and password in the URL: sent (as basic auth), never shown.
+    base = f"http://user:{SECRET}@127.0.0.1:{server.port}"
+    model = build(client, base_url=base + "/v1" if client == "openai" else base, max_retries=0)
+    assert "4f9Qz" not in repr(model)
+    assert f"***@127.0.0.1:{server.port}" in repr(model)
+    server.add(Reply([b"data: {"], ending="cut"))  # the connection breaks mid-response
+    with pytest.raises(ModelConnectionError, match=r"broke in the middle") as caught:
+        await stream_updates(model)
+    assert "4f9Qz" not in str(caught.value)
+    assert f"http://***@127.0.0.1:{server.port}/" in str(caught.value)
+    assert server.requests[0].headers["authorization"].startswith("Basic ")
+    with trio.socket.socket() as sock:  # a port nobody listens on
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    refused = build(client, base_url=f"http://{SECRET}@127.0.0.1:{port}", max_retries=0)
+    with pytest.raises(ModelConnectionError, match=r"could not get a response") as caught:
+        await stream_updates(refused)
+    assert "4f9Qz" not in str(caught.value)
+    # A key in the query string, too: ?key=..., &access_token=...
+    query = f"?api-version=1&key={SECRET}&Access_Token={SECRET}&x=2"
+    refused = build(client, base_url=f"http://127.0.0.1:{port}{query}", max_retries=0)
+    assert "4f9Qz" not in repr(refused)
+    with pytest.raises(ModelConnectionError, match=r"could not get a response") as caught:
+        await stream_updates(refused)
+    assert "4f9Qz" not in str(caught.value)
+    assert "?api-version=1&key=***&Access_Token=***&x=2" in str(caught.value)
+
+
+def test_no_proxy_variable_reaches_the_tests() -> None:
+    # With HTTP_PROXY set, httpx2 sends even a loopback request through the proxy: the tests'
+    # requests would leave the machine. conftest.py removes the variables for the session.
+    names = [f"{kind}_proxy" for kind in ("http", "https", "all")]
+    assert not [name for name in os.environ if name.lower() in names]
 
 
 # -- the request body ----------------------------------------------------------------------------
@@ -376,6 +511,66 @@ async def test_an_error_answer_or_a_retry_keeps_the_connection(server: SSEServer
     assert server.connections == 1
 
 
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_huge_error_page_is_cut_short_and_its_connection_closed(
+    server: SSEServer, client: str
+) -> None:
+    page = b"<html><body>" + b"<p>Bad gateway</p>" * 300_000 + b"</body></html>"  # 5 MB
+    server.add(
+        Reply([page], 502, content_type="text/html", paced=False),
+        Reply([delta("a"), delta(None, "stop"), data("[DONE]")]),
+    )
+    model: OpenAIChatClient | AnthropicChatClient
+    if client == "openai":
+        model = OpenAIChatClient("m", base_url=server.url, max_retries=0)
+    else:
+        model = AnthropicChatClient("claude-x", base_url=server.root, max_retries=0)
+    with trio.fail_after(30):
+        async with model:
+            with pytest.raises(HTTPStatusError) as caught:
+                async with model.run(USER) as stream:
+                    async for _ in stream:
+                        pass
+            await server.closed_while_sending.wait()  # the client hung up, it did not read on
+            if client == "openai":
+                assert (await stream_updates(model))[0] == TextDelta("a")
+    error = caught.value
+    assert error.status_code == 502
+    assert error.message.startswith("<html><body><p>Bad gateway</p>")
+    assert len(error.message) < 5000
+    assert len(error.body) < 5000
+    assert len(str(error)) < 5000
+    no_resource_warnings()
+
+
+async def test_a_huge_error_message_is_cut_short(server: SSEServer) -> None:
+    server.add(Reply.error(400, {"error": {"message": "Invalid schema: " + "x" * 30_000}}))
+    with trio.fail_after(30), pytest.raises(HTTPStatusError) as caught:
+        await stream_updates(OpenAIChatClient("m", base_url=server.url))
+    assert caught.value.message.startswith("Invalid schema: xxx")
+    assert caught.value.message.endswith("...")
+    assert len(str(caught.value)) < 4100
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_redirect_is_an_error_and_the_key_goes_nowhere_else(
+    server: SSEServer, nursery: trio.Nursery, client: str
+) -> None:
+    elsewhere = SSEServer()  # another origin (its own port)
+    await nursery.start(elsewhere.serve)
+    target = f"{elsewhere.root}/v1/" + ("chat/completions" if client == "openai" else "messages")
+    server.add(Reply([b"moved"], 307, {"Location": target}, "text/plain", paced=False))
+    with trio.fail_after(10):
+        async with httpx2.AsyncClient(follow_redirects=True) as http:
+            base = server.url if client == "openai" else server.root
+            model = build(client, base_url=base, api_key=SECRET, http_client=http)
+            with pytest.raises(HTTPStatusError, match="HTTP 307: moved") as caught:
+                await stream_updates(model)
+    assert caught.value.status_code == 307
+    assert elsewhere.requests == []
+    assert len(server.requests) == 1  # not retried
+
+
 @pytest.mark.parametrize("how", ["break", "exception"])
 async def test_a_response_left_unfinished_is_not_reused(how: str, server: SSEServer) -> None:
     # The counter can tell: a body not read to its end closes its connection.
@@ -417,6 +612,64 @@ async def test_a_body_that_stays_open_after_done_is_given_up_after_the_drain(
             await collect(model, [])
     assert first == [TextDelta("a"), Finish(FinishReason.STOP)]
     assert server.connections == 2
+
+
+ANTHROPIC_TEXT = (
+    b'event: message_start\ndata: {"type": "message_start", "message": {"usage": {}}}\n\n'
+    b'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, '
+    b'"content_block": {"type": "text", "text": ""}}\n\n'
+    b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, '
+    b'"delta": {"type": "text_delta", "text": "a"}}\n\n'
+)
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_stream_used_after_its_block_is_a_closed_resource(
+    server: SSEServer, client: str
+) -> None:
+    model: OpenAIChatClient | AnthropicChatClient
+    if client == "openai":
+        server.add(Reply([delta("a"), delta("b")], ending="stall"))
+        model = OpenAIChatClient("m", base_url=server.url)
+    else:
+        server.add(Reply([ANTHROPIC_TEXT, ANTHROPIC_TEXT], ending="stall"))
+        model = AnthropicChatClient("claude-x", base_url=server.root)
+    with trio.fail_after(10):
+        async with model.run(USER) as stream:
+            assert await anext(stream) == TextDelta("a")
+        with pytest.raises(trio.ClosedResourceError, match="was closed"):
+            await anext(stream)
+        await server.closed_while_stalled.wait()
+    no_resource_warnings()
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize("endless", ["one line", "data lines"])
+async def test_an_event_that_never_ends_is_a_response_error_not_a_memory_leak(
+    server: SSEServer, client: str, endless: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A hostile or broken server that sends an event without end (a line with no line end, or
+    # data lines with no blank line): the client stops reading past the limit, after giving the
+    # updates before it, closes the connection, and says what happened.
+    monkeypatch.setattr("trio_invoke.providers._http.MAX_EVENT_SIZE", 100_000)
+    piece = b"x" * 10_000 if endless == "one line" else b"data: x\n" * 1_250
+    first = delta("a") if client == "openai" else ANTHROPIC_TEXT
+    head = b"data: " if endless == "one line" else b""
+    server.add(Reply([first, head, *[piece] * 40], ending="stall"))
+    model: OpenAIChatClient | AnthropicChatClient
+    if client == "openai":
+        model = OpenAIChatClient("m", base_url=server.url)
+    else:
+        model = AnthropicChatClient("claude-x", base_url=server.root)
+    seen: list[AgentResponseUpdate] = []
+    with trio.fail_after(10):
+        with pytest.raises(ModelResponseError, match=r"over 100,000 bytes that does not end"):
+            async with model.run(USER) as stream:
+                async for update in stream:
+                    seen.append(update)
+        await server.closed_while_sending.wait()  # it hung up before the 40 pieces were sent
+    assert seen[:1] == [TextDelta("a")]
+    no_resource_warnings()
 
 
 # -- the progress deadline counts the server's time, not the caller's ------------------------

@@ -4,7 +4,6 @@ see. Each bad input gets an error naming what is wrong, and every call still get
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from collections.abc import AsyncIterator, Sequence
@@ -310,27 +309,6 @@ def test_a_protocol_error_is_a_chat_client_error() -> None:
 # -- cancel scopes ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("first", ["whole", "left early", "failed"])
-async def test_entering_one_run_twice_is_an_error_that_says_so(first: str) -> None:
-    model = ScriptedChatClient(["one", "two"])
-    agent = FunctionInvokingChatClient(model, [echo])
-    run = agent.run(USER)
-    with pytest.raises(KeyError) if first == "failed" else contextlib.nullcontext():
-        async with run as stream:
-            async for _ in stream:
-                if first == "left early":
-                    break
-            if first == "failed":
-                raise KeyError("the caller's own")
-    for _ in range(2):
-        with pytest.raises(RuntimeError, match=r"this run was already entered: .* call agent"):
-            async with run:
-                pass  # pragma: no cover
-    assert len(model.calls) == 1  # the second entry ran nothing
-    result = await run_to_completion(agent, USER)  # a new run is fine
-    assert result.messages[-1].content == "two"
-
-
 async def test_a_resume_whose_calls_repeat_an_id_is_refused_before_anything_runs() -> None:
     ran: list[str] = []
 
@@ -515,6 +493,49 @@ async def test_a_group_with_a_stray_cancelled_beside_an_error_is_that_calls_erro
     assert isinstance(called.exception, ExceptionGroup)
     assert called.exception.exceptions[0].args == ("boom",)
     assert result.updates[-1] == Finish(FinishReason.STOP)
+
+
+class LeakingModel:
+    """A chat client that lets out a Cancelled of its own making: on entering, mid-stream,
+    or in a group beside an error of its own."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        if self.where == "entering":
+            raise await stray_cancelled()
+        yield self._stream()
+
+    async def _stream(self) -> AsyncIterator[AgentResponseUpdate]:
+        yield TextDelta("so far")
+        if self.where == "group":
+            raise BaseExceptionGroup("mine", [await stray_cancelled(), OSError("reset")])
+        raise await stray_cancelled()
+
+
+@pytest.mark.parametrize("where", ["entering", "streaming", "group"])
+async def test_a_stray_cancelled_from_the_chat_client_is_a_chat_client_error(where: str) -> None:
+    """Nothing cancelled the run: the model's Cancelled is its failure, raised as a
+    ChatClientError chained to it (the round's nursery swallowed it, and the caller got a
+    trio.EndOfChannel)."""
+    updates: list[AgentResponseUpdate] = []
+    with trio.fail_after(5), pytest.raises(ChatClientError) as caught:
+        async with FunctionInvokingChatClient(LeakingModel(where)).run(USER) as stream:
+            async for update in stream:
+                updates.append(update)
+    cause = caught.value.__cause__
+    if where == "group":
+        assert isinstance(cause, OSError)
+        assert "OSError: reset" in str(caught.value)
+    else:
+        assert isinstance(cause, trio.Cancelled)
+        assert "trio.Cancelled, but nothing cancelled it" in str(caught.value)
+    assert updates == ([] if where == "entering" else [TextDelta("so far")])
+    assert_transcript_valid([*USER, *stream.messages])
 
 
 class UnprintableError(Exception):

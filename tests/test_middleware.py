@@ -277,6 +277,9 @@ async def test_a_failing_middleware_is_that_calls_error_result(detailed: bool) -
         ("result", b"raw", "result is a bytes, not text"),
         ("is_error", "no", "is_error is a str, not a bool"),
         ("is_error", None, "is_error is a NoneType, not a bool"),
+        ("call", "c1", "call is a str, not a ToolCall"),
+        ("call", None, "call is a NoneType, not a ToolCall"),
+        ("call", {"id": "c1", "name": "add"}, "call is a dict, not a ToolCall"),
     ],
 )
 async def test_a_middleware_result_of_the_wrong_type_is_that_calls_error_result(
@@ -287,8 +290,8 @@ async def test_a_middleware_result_of_the_wrong_type_is_that_calls_error_result(
 
     async def cache(context: ToolContext, call_next: CallNext) -> ToolCalled:
         if context.call.id == "c1":
-            good = {"result": "3", "is_error": False}
-            return ToolCalled(context.call, **{**good, field: value})
+            good = {"call": context.call, "result": "3", "is_error": False}
+            return ToolCalled(**{**good, field: value})
         return await call_next(context)
 
     batch = calls(("c1", "add", {"a": 1, "b": 2}), ("c2", "add", {"a": 3, "b": 4}))
@@ -446,3 +449,18 @@ async def test_run_options_replace_the_clients_middleware() -> None:
 def test_middleware_that_is_not_callable_is_a_type_error(bad: Any) -> None:
     with pytest.raises(TypeError, match="middleware"):
         FunctionInvokingChatClient(ScriptedChatClient([]), [add], middleware=bad)
+
+
+async def _lone(context: ToolContext, call_next: CallNext) -> ToolCalled:
+    return await call_next(context)  # pragma: no cover
+
+
+@pytest.mark.parametrize("bad", [_lone, 42, [None], ["mw"]])
+async def test_run_options_middleware_that_is_not_a_sequence_of_middleware_is_a_type_error(
+    bad: Any,
+) -> None:
+    # A single middleware where a sequence belongs is named as such (not "'function' object is
+    # not iterable"), as the client's own argument is.
+    agent = FunctionInvokingChatClient(ScriptedChatClient(script()), [add])
+    with pytest.raises(TypeError, match="middleware"):
+        await run_to_completion(agent, USER, RunOptions(middleware=bad))

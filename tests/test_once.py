@@ -1,6 +1,7 @@
-"""Every chat client's ``run()`` value is one call: entering it a second time -- after it ended,
-after it failed, or while it is still open -- is a ``RuntimeError`` that says so, and makes no
-second model call (``contextlib`` alone would fail with an ``AttributeError`` from its inside)."""
+"""Every chat client's ``run()`` value (the loop's too) is one call: entering it a second time --
+after it ended, after it failed, or while it is still open -- is a ``RuntimeError`` that says so,
+and makes no second model call (``contextlib`` alone would fail with an ``AttributeError`` from
+its inside)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ OPENAI_TEXT = (
 )
 Calls = Callable[[], int]
 """How many model calls were made so far."""
+MODEL_CALL = (
+    r"^this model call was already entered: each value client\.run\(\.\.\.\) returns is one "
+    r"model call, entered once; call client\.run\(\.\.\.\) again for another$"
+)
+RUN = (
+    r"^this run was already entered: each value agent\.run\(\.\.\.\) returns is one run, "
+    r"entered once; call agent\.run\(\.\.\.\) again for another$"
+)
 
 
 async def scripted(server: SSEServer) -> tuple[ChatClient, Calls]:
@@ -59,11 +68,17 @@ async def anthropic(server: SSEServer) -> tuple[ChatClient, Calls]:
     return client, lambda: len(server.requests)
 
 
+async def agent(server: SSEServer) -> tuple[ChatClient, Calls]:
+    model = ScriptedChatClient(["one", "two"])
+    return FunctionInvokingChatClient(model), lambda: len(model.calls)
+
+
 CLIENTS: list[Callable[[SSEServer], Awaitable[tuple[ChatClient, Calls]]]] = [
     scripted,
     function,
     openai,
     anthropic,
+    agent,
 ]
 
 
@@ -85,11 +100,7 @@ async def test_a_model_calls_value_is_entered_once(
                 if first == "failed":
                     raise KeyError("the caller's own")
         for _ in range(2):
-            with pytest.raises(
-                RuntimeError,
-                match=r"^this model call was already entered: each value client\.run\(\.\.\.\) "
-                r"returns is one model call, entered once; call client\.run\(\.\.\.\) again",
-            ):
+            with pytest.raises(RuntimeError, match=RUN if make is agent else MODEL_CALL):
                 async with run:
                     pass  # pragma: no cover
         assert calls() == 1  # the second entry made no call
@@ -111,14 +122,3 @@ async def test_a_model_calls_value_entered_while_open_is_refused(
                     pass  # pragma: no cover
             assert [u async for u in stream]  # the open one is unharmed
     assert calls() == 1
-
-
-async def test_the_loops_own_message_names_agent_run() -> None:
-    agent = FunctionInvokingChatClient(ScriptedChatClient(["one"]))
-    run = agent.run(USER)
-    async with run as stream:
-        async for _ in stream:
-            pass
-    with pytest.raises(RuntimeError, match=r"^this run was already entered: .* agent\.run"):
-        async with run:
-            pass  # pragma: no cover

@@ -7,6 +7,7 @@ import itertools
 import json
 import pickle
 import sys
+import time
 from typing import Any
 
 import httpx2
@@ -459,10 +460,40 @@ async def test_base_url_and_key_from_the_environment(
     assert server.requests[0].headers["authorization"] == "Bearer sk-env"
 
 
+@pytest.mark.parametrize("slash", ["", "/"])
+async def test_a_query_in_base_url_stays_at_the_end_of_the_url(
+    server: SSEServer, slash: str
+) -> None:
+    # Azure OpenAI's deployments: .../openai/deployments/NAME?api-version=2024-10-21
+    base = f"{server.root}/openai/deployments/gpt-4o{slash}?api-version=2024-10-21"
+    server.add(Reply([OPENAI_TEXT]))
+    model = OpenAIChatClient("gpt-4o", base_url=base)
+    await stream_updates(model)
+    assert server.requests[0].path == (
+        "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+    )
+    assert model.url == f"{server.root}{server.requests[0].path}"
+
+
 def test_defaults_without_environment() -> None:
     model = OpenAIChatClient("gpt-4o-mini")
     assert model.url == "https://api.openai.com/v1/chat/completions"
     assert "api_key" not in repr(model)
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "ftp://user:s3cret@example.com/v1",
+        "http://user:s3cret@localhost:8000/v1/chat/completions",
+        "localhost?api_key=s3cret",
+    ],
+)
+def test_a_bad_base_url_is_refused_without_showing_its_secrets(base_url: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        OpenAIChatClient("m", base_url=base_url)
+    assert "s3cret" not in str(caught.value)
+    assert "***" in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -471,6 +502,8 @@ def test_defaults_without_environment() -> None:
         ({"base_url": "localhost:11434"}, "http"),
         ({"base_url": "ftp://example.com/v1"}, "http"),
         ({"base_url": "http://[::1/v1"}, "not a valid URL"),
+        ({"base_url": "http://localhost:11434/v1/chat/completions"}, "without /chat/completions"),
+        ({"base_url": "https://api.example.com/v1/chat/completions/"}, "the API root"),
         ({"max_retries": -1}, "max_retries"),
         ({"max_retries": True}, "max_retries"),
         ({"retry_backoff": -0.5}, "retry_backoff"),
@@ -657,6 +690,26 @@ def test_retry_after_forms() -> None:
     assert parse(retry_after_ms="x", retry_after="9") == 9
 
 
+@pytest.mark.parametrize(
+    "date",
+    ["Wed Oct 21 07:28:30 2015", "Wed, 21 Oct 2015 07:28:30 -0000"],
+    ids=["asctime", "no zone"],
+)
+def test_a_retry_after_date_without_a_zone_is_gmt(
+    date: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # RFC 9110: every HTTP date is GMT, the obsolete asctime form too. The local zone of the
+    # machine reading it changes nothing.
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        headers = httpx2.Headers({"retry-after": date})
+        assert _retry_after(headers, now=1445412480.0) == 30  # 2015-10-21 07:28:00Z
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
 async def test_connection_refused_is_retried_then_raised() -> None:
     with trio.socket.socket() as sock:  # a port nobody listens on
         await sock.bind(("127.0.0.1", 0))
@@ -708,6 +761,26 @@ async def test_malformed_json_chunk(server: SSEServer) -> None:
         await server.closed_while_stalled.wait()  # the client hung up, it did not wait
 
 
+DEEP = "[" * 100_000 + "]" * 100_000
+"""JSON nested deeper than the decoder's recursion limit: ``json.loads`` raises RecursionError."""
+
+
+async def test_a_chunk_nested_too_deeply_is_a_response_error(server: SSEServer) -> None:
+    body = sse(openai_chunk({"content": "ok"})) + f"data: {DEEP}\n\n".encode()
+    server.add(Reply([body], ending="stall"))
+    seen: list[AgentResponseUpdate] = []
+    with pytest.raises(ModelResponseError, match=r"not valid JSON.*recursion"):
+        await stream_updates(client_for(server), into=seen)
+    assert seen == [TextDelta("ok")]
+
+
+async def test_an_error_body_nested_too_deeply_is_still_an_http_error(server: SSEServer) -> None:
+    server.add(Reply.error(400, f'{{"error": {DEEP}}}'.encode()))
+    with pytest.raises(HTTPStatusError, match=r"HTTP 400: \{\"error\": \[\[\[") as caught:
+        await stream_updates(client_for(server))
+    assert caught.value.status_code == 400
+
+
 async def test_an_error_inside_the_stream(server: SSEServer) -> None:
     error = {"error": {"message": "The server is overloaded", "type": "server_error"}}
     server.add(Reply([sse(openai_chunk({"content": "Hi"}), error)], ending="stall"))
@@ -755,6 +828,33 @@ async def test_your_own_http_client_is_used_and_left_open(server: SSEServer) -> 
         assert await stream_updates(model) == OPENAI_TEXT_UPDATES
         assert not http.is_closed
     assert server.connections == 1
+
+
+async def test_a_closed_http_client_is_a_connection_error(server: SSEServer) -> None:
+    http = httpx2.AsyncClient()
+    await http.aclose()
+    with pytest.raises(ModelConnectionError, match=r"httpx2\.AsyncClient it sends with is closed"):
+        await stream_updates(client_for(server, http_client=http))
+    assert server.requests == []
+
+
+async def test_a_pool_closed_during_a_retry_wait_sends_nothing_more(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    server.add(Reply.error(503, {"error": {"message": "busy"}}, {"retry-after": "5"}))
+    model = client_for(server)
+
+    async def close_soon() -> None:
+        await trio.sleep(1)  # the 503 is in, and the retry waits for its Retry-After
+        await model.aclose()
+
+    with trio.fail_after(30):
+        async with model, trio.open_nursery() as nursery:
+            nursery.start_soon(close_soon)  # another task closes the pool meanwhile
+            with pytest.raises(ModelConnectionError, match="is closed"):
+                await stream_updates(model)
+    assert len(server.requests) == 1
 
 
 async def test_entering_twice_is_an_error_and_closing_twice_is_fine(server: SSEServer) -> None:

@@ -14,7 +14,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -31,9 +31,12 @@ from trio_invoke import (
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
+    ImagePart,
+    ReasoningDelta,
     RunOptions,
     ScriptedChatClient,
     TextDelta,
+    TextPart,
     ToolCall,
     ToolCalled,
     ToolCallEnd,
@@ -224,9 +227,97 @@ async def test_capture_content_records_messages_arguments_and_results(otel: Otel
     assert attributes["gen_ai.tool.call.result"] == f"{SECRET} about {SECRET}"
     first, second = otel.named("chat")
     inputs = json.loads(str((first.attributes or {})["gen_ai.input.messages"]))
-    assert inputs == [{"role": "user", "content": "What is the secret plan?"}]
+    # The conventions' JSON schemas (gen-ai-input-messages.json, gen-ai-output-messages.json):
+    # role and parts, an output message's finish_reason; not the OpenAI format of to_dict().
+    assert inputs == [
+        {"role": "user", "parts": [{"type": "text", "content": "What is the secret plan?"}]}
+    ]
     outputs = json.loads(str((second.attributes or {})["gen_ai.output.messages"]))
-    assert outputs == [{"role": "assistant", "content": "It is done."}]
+    assert outputs == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "It is done."}],
+            "finish_reason": "stop",
+        }
+    ]
+    second_inputs = json.loads(str((second.attributes or {})["gen_ai.input.messages"]))
+    assert second_inputs[1:] == [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "lookup-0",
+                    "name": "lookup",
+                    "arguments": {"topic": SECRET},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool_call_response",
+                    "id": "lookup-0",
+                    "response": f"{SECRET} about {SECRET}",
+                }
+            ],
+        },
+    ]
+    first_outputs = json.loads(str((first.attributes or {})["gen_ai.output.messages"]))
+    assert first_outputs[0]["finish_reason"] == "tool_calls"
+    assert first_outputs[0]["parts"][0]["type"] == "tool_call"
+
+
+async def test_captured_messages_hold_every_kind_of_part_as_the_conventions_describe(
+    otel: Otel,
+) -> None:
+    earlier = ToolCall("c0", "lookup", "not json \ud800")
+    conversation = [
+        ChatMessage.system("Be brief."),
+        ChatMessage.user(
+            [
+                TextPart("Look:"),
+                ImagePart(url="https://example.com/a.png"),
+                ImagePart(data="iVBO", media_type="image/png"),
+            ]
+        ),
+        ChatMessage.assistant("ok", tool_calls=[earlier]),
+        ChatMessage.tool_result(earlier, "bad \ud800 text"),
+    ]
+    script = [[ReasoningDelta("Hmm."), TextDelta("Done."), Finish(FinishReason.LENGTH)]]
+    agent = FunctionInvokingChatClient(
+        Model(script), telemetry=otel.telemetry(capture_content=True)
+    )
+    await run_to_completion(agent, conversation)
+    (chat,) = otel.named("chat")
+    raw_inputs = str((chat.attributes or {})["gen_ai.input.messages"])
+    raw_inputs.encode()  # valid Unicode: an exporter encodes it as UTF-8
+    inputs = json.loads(raw_inputs)
+    assert inputs[0] == {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]}
+    assert inputs[1]["parts"] == [
+        {"type": "text", "content": "Look:"},
+        {"type": "uri", "modality": "image", "uri": "https://example.com/a.png"},
+        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBO"},
+    ]
+    assert inputs[2]["parts"] == [
+        {"type": "text", "content": "ok"},
+        {"type": "tool_call", "id": "c0", "name": "lookup", "arguments": "not json \ufffd"},
+    ]
+    assert inputs[3]["parts"] == [
+        {"type": "tool_call_response", "id": "c0", "response": "bad \ufffd text"}
+    ]
+    outputs = json.loads(str((chat.attributes or {})["gen_ai.output.messages"]))
+    assert outputs == [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "content": "Hmm."},
+                {"type": "text", "content": "Done."},
+            ],
+            "finish_reason": "length",
+        }
+    ]
 
 
 async def test_timeouts_and_cancellations_end_their_spans_as_errors(
@@ -809,3 +900,157 @@ def test_import_without_opentelemetry_names_the_extra(monkeypatch: pytest.Monkey
         monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ImportError, match=r'pip install "trio_invoke\[otel\]"'):
         import trio_invoke.otel  # noqa: F401
+
+
+class NurseryModel:
+    """A model client that streams inside a nursery of its own (a connection's reader task, a
+    keep-alive): cut short, what leaves its ``run()`` is a group holding the ``Cancelled`` (or
+    the interrupt)."""
+
+    model = "test-model"
+
+    def __init__(self, interrupt: BaseException | None = None) -> None:
+        self.interrupt = interrupt
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._reader)
+            yield self._updates()
+            nursery.cancel_scope.cancel()
+
+    async def _reader(self) -> None:
+        await trio.sleep(0.5)
+        if self.interrupt is not None:
+            raise self.interrupt
+        await trio.sleep_forever()
+
+    async def _updates(self) -> AsyncIterator[AgentResponseUpdate]:
+        yield TextDelta("a")
+        await trio.sleep(10)
+        yield Finish(FinishReason.STOP)
+
+
+@pytest.mark.parametrize("how", ["run's scope", "caller's scope", "interrupt"])
+async def test_a_model_call_cut_short_in_its_clients_own_nursery_names_what_cut_it(
+    otel: Otel, how: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The chat span's error.type (and the duration metric's) is "cancelled" or the interrupt's
+    # name, as for a tool call whose own nursery lets out the group, never "BaseExceptionGroup".
+    interrupt = KeyboardInterrupt() if how == "interrupt" else None
+    agent = FunctionInvokingChatClient(NurseryModel(interrupt), telemetry=otel.telemetry())
+    with trio.fail_after(100):
+        if how == "run's scope":
+            scope = trio.CancelScope(deadline=trio.current_time() + 1)
+            await run_to_completion(agent, USER, RunOptions(cancel_scope=scope))
+        elif how == "caller's scope":
+            with trio.move_on_after(1):
+                await run_to_completion(agent, USER)
+        else:
+            with pytest.raises(KeyboardInterrupt):
+                await run_to_completion(agent, USER)
+    expected = "KeyboardInterrupt" if how == "interrupt" else "cancelled"
+    (chat,) = otel.named("chat")
+    assert (chat.attributes or {})["error.type"] == expected
+    assert chat.status.status_code is StatusCode.ERROR
+    (run,) = otel.named("invoke_agent")
+    assert (run.attributes or {})["error.type"] == expected
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.attributes["error.type"] == expected
+    assert otel.opened.open == set()
+
+
+class Faulty(SpanProcessor):
+    """A span processor (an exporter's, a user's own) that raises for the spans it is told of."""
+
+    def __init__(self, when: str, prefix: str) -> None:
+        self.when, self.prefix = when, prefix
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if self.when == "start" and span.name.startswith(self.prefix):
+            raise RuntimeError("the processor broke")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.when == "end" and span.name.startswith(self.prefix):
+            raise RuntimeError("the processor broke")
+
+
+class FaultyHistogram(metrics.NoOpHistogram):
+    def record(self, amount: Any, attributes: Any = None, context: Any = None) -> None:
+        raise RuntimeError("the meter broke")
+
+
+class FaultyMeter(metrics.NoOpMeter):
+    def create_histogram(self, name: str, *args: Any, **kwargs: Any) -> metrics.Histogram:
+        return FaultyHistogram(name)
+
+
+class FaultyMeterProvider(metrics.NoOpMeterProvider):
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> metrics.Meter:
+        return FaultyMeter(name)
+
+
+@pytest.mark.parametrize(
+    ("when", "prefix"),
+    [(when, prefix) for when in ("start", "end") for prefix in ("invoke", "chat", "execute")]
+    + [("record", "")],
+)
+async def test_a_failing_tracer_or_meter_never_changes_the_run(
+    otel: Otel,
+    when: str,
+    prefix: str,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Telemetry only watches: an SDK, exporter or processor that raises is logged, and the run
+    # (its results, its transcript, how it ends) is what it is without telemetry.
+    if when == "record":
+        telemetry = Telemetry(
+            tracer_provider=otel.tracer_provider, meter_provider=FaultyMeterProvider()
+        )
+    else:
+        otel.tracer_provider.add_span_processor(Faulty(when, prefix))
+        telemetry = otel.telemetry(capture_content=True)
+    script = [batch("lookup", "broken", usage=Usage(3, 1)), "done"]
+    agent = FunctionInvokingChatClient(Model(script), [lookup, broken], telemetry=telemetry)
+    with trio.fail_after(10):
+        result = await run_to_completion(agent, USER)
+    plain = await run_to_completion(
+        FunctionInvokingChatClient(Model(script), [lookup, broken]), USER
+    )
+    assert result.messages == plain.messages
+    assert result.updates[-1] == Finish(FinishReason.STOP, Usage(3, 1))
+    assert_transcript_valid([*USER, *result.messages])
+    assert "the processor broke" in caplog.text or "the meter broke" in caplog.text
+    started = {span.context.span_id for span in otel.spans()}
+    if when != "start":  # (a span whose start failed was never handed back to end)
+        assert otel.opened.open == set()
+        assert len(started) == 5
+
+
+async def test_every_attribute_is_valid_unicode_whatever_the_model_or_a_tool_holds(
+    otel: Otel,
+) -> None:
+    # A lone surrogate (a hostile server's "\ud800" in JSON) in a call id, a tool's description
+    # or anything captured would make an exporter's UTF-8 encoding fail, and lose the batch.
+    @tool(description="Looks \ud800 up.")
+    async def odd(topic: str) -> str:
+        return "result \udfff"
+
+    call = ToolCall("call-\ud800", "odd", '{"topic": "\\ud800"}')
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([tool_calls_response(call), "done \ud800"]),
+        [odd],
+        telemetry=otel.telemetry(capture_content=True),
+    )
+    await run_to_completion(agent, USER)
+    assert len(otel.spans()) == 4
+    for span in otel.spans():
+        for value in (span.attributes or {}).values():
+            for item in value if isinstance(value, tuple) else (value,):
+                if isinstance(item, str):
+                    item.encode()  # raises UnicodeEncodeError on a lone surrogate
+    (tool_span,) = otel.named("execute_tool")
+    assert (tool_span.attributes or {})["gen_ai.tool.call.id"] == "call-\ufffd"

@@ -244,3 +244,75 @@ def test_every_recorded_stream_is_events_of_json_whatever_the_cut(name: str) -> 
     for event in events:
         assert event.data == "[DONE]" or isinstance(json.loads(event.data), dict)
     assert parse(*(raw[i : i + 1] for i in range(len(raw)))) == events
+
+
+# -- an event that never ends -------------------------------------------------------------------
+
+
+@given(event_streams(), st.lists(st.integers(0, 10_000), max_size=12))
+def test_events_within_the_limit_never_are_too_large(
+    stream: tuple[bytes, list[ServerSentEvent]], cuts: list[int]
+) -> None:
+    # What an event holds before it ends is at most the bytes of its lines (and of the comments
+    # before it), line ends aside: a limit at that size is never crossed, whatever the cuts.
+    raw, expected = stream
+    held = [len(block) - block.count(b"\n") - block.count(b"\r") for block in _events_of(raw)]
+    parser = SSEParser(max_event_size=max(held, default=0))
+    events = [event for piece in split(raw, cuts) for event in parser.feed(piece)]
+    assert events == expected
+    assert not parser.too_large
+
+
+def _events_of(raw: bytes) -> list[bytes]:
+    """``raw`` cut at its blank lines (any line ending), each piece an event with what comes
+    before it."""
+    lines = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    blocks, current = [], b""
+    for line in lines:
+        if line:
+            current += line
+        else:
+            blocks.append(current)
+            current = b""
+    return [*blocks, current]
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096])
+@pytest.mark.parametrize(
+    "endless",
+    [
+        b"data: " + b"x" * 100_000,  # one line with no line end
+        b"data: x\n" * 20_000,  # data lines and no blank line
+        b"data: x\r" * 20_000,
+        b": keep-alive " + b"y" * 100_000,  # a comment with no line end
+        b"event: " + b"z" * 100_000,
+    ],
+    ids=["line", "data lines", "cr data lines", "comment", "event field"],
+)
+def test_an_event_that_does_not_end_is_too_large_past_the_limit(endless: bytes, size: int) -> None:
+    limit = 50_000
+    parser = SSEParser(max_event_size=limit)
+    before = b'data: {"ok": 1}\n\n'
+    fed = 0
+    events: list[ServerSentEvent] = []
+    for piece in [
+        before + endless[:size],
+        *(endless[i : i + size] for i in range(size, len(endless), size)),
+    ]:
+        events += parser.feed(piece)
+        fed += len(piece)
+        if parser.too_large:
+            break
+    assert parser.too_large
+    assert [event.data for event in events] == ['{"ok": 1}']  # what ended before is whole
+    held = endless[: fed - len(before)].replace(b"\n", b"").replace(b"\r", b"")
+    assert len(held) <= limit + size + 8  # stopped as the limit was crossed (line ends aside)
+
+
+def test_the_default_limit_is_16_mib() -> None:
+    parser = SSEParser()
+    assert parser.max_event_size == 16 * 1024 * 1024
+    parser.feed(b"data: " + b"x" * (16 * 1024 * 1024 - 6))
+    assert not parser.too_large
+    parser.feed(b"x")
+    assert parser.too_large

@@ -39,7 +39,9 @@ def _not_text(update: AgentResponseUpdate, field: str, value: object) -> str:
 
 
 def _call_id(update: ToolCallStart | ToolCallArgs | ToolCallEnd) -> str:
-    """The update's call id, checked: a str (a buggy client's ``None`` is no key to merge on)."""
+    """The update's call id, checked: a str (a buggy client's ``None`` is no key to merge on).
+    Where an id is looked up among the open calls, found is enough (their ids were checked at
+    their start), and this runs only when it is not found."""
     if not isinstance(update.id, str):
         raise StreamProtocolError(_not_text(update, "id", update.id))
     return update.id
@@ -100,14 +102,17 @@ class ToolCallAccumulator:
         elif isinstance(update, ToolCallArgs):
             if not isinstance(update.args_delta, str):
                 raise StreamProtocolError(_not_text(update, "args_delta", update.args_delta))
-            open_call = self._open.get(_call_id(update))
+            try:
+                open_call = self._open.get(update.id)  # (the keys are str: _start checks them)
+            except TypeError:  # unhashable: no str
+                open_call = None
             if open_call is None:
-                raise StreamProtocolError(self._not_open(update.id, "ToolCallArgs"))
+                raise StreamProtocolError(self._not_open(_call_id(update), "ToolCallArgs"))
             open_call[1].append(update.args_delta)
         elif isinstance(update, ToolCallStart):
             self._start(update)
         elif isinstance(update, ToolCallEnd):
-            return self._end(_call_id(update))
+            return self._end(update)
         elif isinstance(update, ReasoningDelta):
             if not isinstance(update.text, str):
                 raise StreamProtocolError(_not_text(update, "text", update.text))
@@ -143,10 +148,14 @@ class ToolCallAccumulator:
         positions[update.id] = len(positions)
         self._open[update.id] = (update.name, [])
 
-    def _end(self, call_id: str) -> ToolCall:
-        open_call = self._open.pop(call_id, None)
+    def _end(self, update: ToolCallEnd) -> ToolCall:
+        call_id = update.id
+        try:
+            open_call = self._open.pop(call_id, None)  # (the keys are str: _start checks them)
+        except TypeError:  # unhashable: no str
+            open_call = None
         if open_call is None:
-            raise StreamProtocolError(self._not_open(call_id, "ToolCallEnd"))
+            raise StreamProtocolError(self._not_open(_call_id(update), "ToolCallEnd"))
         name, pieces = open_call
         # As AccumulatedToolCall.to_tool_call: empty arguments stand for ``{}``.
         done = self._done[call_id] = ToolCall(call_id, name, "".join(pieces) or "{}")

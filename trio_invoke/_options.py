@@ -95,7 +95,13 @@ def _definitions(value: Iterable[ToolDefinition]) -> tuple[ToolDefinition, ...]:
 
 
 def _middleware(value: Iterable[ToolMiddleware] | None) -> tuple[ToolMiddleware, ...] | None:
-    return None if value is None else tuple(value)
+    if value is None:
+        return None
+    if callable(value) or not isinstance(value, Iterable):  # one middleware, not a sequence
+        raise TypeError(
+            f"RunOptions middleware must be a sequence of middleware, got {value!r:.80}"
+        )
+    return tuple(value)
 
 
 def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -147,9 +147,15 @@ class ApprovalRequiredTool:
     Example::
 
         delete = ApprovalRequiredTool(delete_file)
+
+    Raises:
+        TypeError, ConfigurationError: ``tool`` is not a tool (a plain function: decorate it with
+            ``@tool``), as :class:`FunctionInvokingChatClient` would say of it.
     """
 
-    tool: Tool
+    tool: Tool = attrs.field(
+        validator=lambda _, __, tool: check_tool(tool, "ApprovalRequiredTool:")
+    )
     """The wrapped tool."""
 
     @property

@@ -265,7 +265,9 @@ class FunctionInvokingChatClient:
         outer cancellation) cancels everything the run started before the block exits. Either
         way :attr:`InvocationStream.messages` is a valid transcript: the text received so far,
         the calls that were complete (each answered, ``"Error: cancelled"`` if it never
-        finished), nothing of calls the model had not finished sending.
+        finished), nothing of calls the model had not finished sending. (A run that had already
+        paused for approval when it was left keeps its pause: its pending calls await answers,
+        as after ``Finish(AWAITING_APPROVAL)``.)
         """
         return Once(self._run(messages, options), "agent.run(...)")
 

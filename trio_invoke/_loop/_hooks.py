@@ -33,7 +33,8 @@ class ChatObservation(Protocol):
         self, finish: Finish | None, message: ChatMessage | None, error: BaseException | None
     ) -> None:
         """The call ended: with its ``Finish`` (``None`` if the stream had none), the assistant
-        message it produced, or the error that cut it short (``trio.Cancelled`` included)."""
+        message it produced, or the error that cut it short (``trio.Cancelled`` included; never
+        a group: of a group from the client's own nursery, the interrupt or error it holds)."""
 
 
 class ToolObservation(Protocol):

@@ -30,7 +30,7 @@ from .._validate import compile_validator, parse_arguments
 from ._channels import primary
 from ._hooks import RunObservation
 
-__all__ = ["NOTHING", "Entry", "Limits", "Site", "invoke", "not_run", "ready"]
+__all__ = ["NOTHING", "Entry", "Limits", "Site", "invoke", "not_run", "ready", "really_cancelled"]
 
 
 @attrs.define(eq=False)
@@ -104,7 +104,7 @@ def _replacement(call: ToolCall, decision: ToolApprovalResponse | None) -> ToolC
     return ToolCall(call.id, call.name, arguments_text(decision.arguments))
 
 
-def _really_cancelled() -> bool:
+def really_cancelled() -> bool:
     """Whether a scope around the current task is cancelled (else a ``Cancelled`` is stray)."""
     return trio.current_effective_deadline() == -math.inf
 
@@ -119,7 +119,7 @@ def _group_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     if not isinstance(primary(group), Exception | trio.Cancelled):
         raise group  # an interrupt is in it: it reaches the caller (the loop takes it out)
     cancelled, rest = group.split(trio.Cancelled)
-    if cancelled is not None and _really_cancelled():
+    if cancelled is not None and really_cancelled():
         raise primary(cancelled) from None  # a bare Cancelled, as the cancelling scope sent it
     return rest if rest is not None else group
 
@@ -322,7 +322,7 @@ async def _call_tool(
     except Exception as exc:
         return _raised(call, f"tool {call.name!r}", exc, detailed, started)
     except trio.Cancelled as cancelled:
-        if _really_cancelled():
+        if really_cancelled():
             raise  # the run, the round, the caller or the time limit is cancelling this call
         # No scope of the run was cancelled: the tool let out a Cancelled of its own making.
         text = f"Error: tool {call.name!r} raised trio.Cancelled, but nothing cancelled it"
@@ -413,7 +413,7 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
         except Exception as exc:
             return _raised(context.call, who, exc, detailed, started)
         except trio.Cancelled as cancelled:
-            if _really_cancelled():
+            if really_cancelled():
                 raise
             text = f"Error: {who} raised trio.Cancelled, but nothing cancelled it"
             return ToolCalled(context.call, text, True, exception=cancelled)
@@ -438,10 +438,14 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
 
 
 def _wrong_field(called: ToolCalled) -> str | None:
-    """What is wrong with a middleware's ``ToolCalled`` (its ``result`` is not text, its
-    ``is_error`` not a bool), or ``None``: attrs does not check the types it is given."""
+    """What is wrong with a middleware's ``ToolCalled`` (its ``call`` is not a ``ToolCall``, its
+    ``result`` not text, its ``is_error`` not a bool), or ``None``: attrs does not check the
+    types it is given."""
+    call: object = called.call
     result: object = called.result
     is_error: object = called.is_error
+    if not isinstance(call, ToolCall):
+        return f"call is {_a(type(call).__name__)}, not a ToolCall"
     if not isinstance(result, str):
         return f"result is {_a(type(result).__name__)}, not text"
     if not isinstance(is_error, bool):

@@ -47,7 +47,7 @@ from .._updates import (
 )
 from ._channels import offer, primary, send
 from ._hooks import ChatObservation
-from ._invoke import NOTHING, Site, invoke, not_run, ready
+from ._invoke import NOTHING, Site, invoke, not_run, ready, really_cancelled
 from ._policy import BUDGET_SPENT, RoundOutcome, RoundPlan, turn_reason
 
 if TYPE_CHECKING:
@@ -285,8 +285,8 @@ class Round:
                             self._start_early(update, ended, events, nursery)
         except BaseException as exc:
             failure = _failure(run, exc)
-            if observed is not None:
-                observed.end(finish, accumulator.message(), failure)
+            if observed is not None:  # (the group of the client's own nursery: what it holds)
+                observed.end(finish, accumulator.message(), primary(failure))
             if failure is exc:
                 raise
             raise failure from failure.__cause__
@@ -359,15 +359,25 @@ class Round:
 def _failure(run: Run, exc: BaseException) -> BaseException:
     """What the inner client's exception means for the run: library errors as they are, any
     other exception a ``ChatClientError`` (the original is its cause); interrupts and
-    cancellations as they are."""
-    if not isinstance(exc, Exception) or isinstance(exc, TrioInvokeError):
+    cancellations as they are. A ``Cancelled`` that no scope around the round is cancelling
+    (the client's own, alone or in a group) is the client's failure too: let out as it is, the
+    round's nursery would swallow it."""
+    if isinstance(exc, TrioInvokeError):
         return exc
     cause = primary(exc)
-    if isinstance(cause, TrioInvokeError):
+    client = type(run.inner).__name__
+    if isinstance(cause, trio.Cancelled):
+        if really_cancelled():
+            return exc
+        error = ChatClientError(
+            f"the chat client {client} raised trio.Cancelled, but nothing cancelled it"
+        )
+    elif not isinstance(cause, Exception):
+        return exc  # an interrupt
+    elif isinstance(cause, TrioInvokeError):
         return cause
-    error = ChatClientError(
-        f"the chat client {type(run.inner).__name__} failed: {type(cause).__name__}: {cause}"
-    )
+    else:
+        error = ChatClientError(f"the chat client {client} failed: {type(cause).__name__}: {cause}")
     error.__cause__ = cause
     return error
 

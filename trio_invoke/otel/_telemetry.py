@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from .._messages import ChatMessage, FinishReason, ToolCall, Usage
+from .._content import ContentPart, ImagePart, TextPart
+from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
 from .._options import RunOptions
+from .._text import wire_text
 from .._tools import Tool
 from .._updates import Finish, ToolCalled
 from . import _attributes as names
@@ -26,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - the test hides opentelemetry an
 
 __all__ = ["Telemetry"]
 
+_log = logging.getLogger("trio_invoke.otel")
 _SCOPE = "trio_invoke"
 # The GenAI semantic conventions' advised bucket boundaries (gen-ai-metrics), in full.
 # fmt: off
@@ -49,11 +53,59 @@ def _version() -> str:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    """``value`` as compact JSON, valid Unicode (an exporter encodes it as UTF-8)."""
+    return wire_text(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr))
 
 
-def _messages_json(messages: Sequence[ChatMessage]) -> str:
-    return _json([message.to_dict() for message in messages])
+def _part(part: ContentPart) -> dict[str, Any]:
+    """A content part as the conventions' message part: text, an image's URI or its data."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "content": part.text}
+    if isinstance(part, ImagePart):
+        if part.url is not None:
+            return {"type": "uri", "modality": "image", "uri": part.url}
+        return {
+            "type": "blob",
+            "modality": "image",
+            "mime_type": part.media_type,
+            "content": part.data,
+        }
+    return part.to_dict()  # a RawPart: a generic part of its own type
+
+
+def _arguments(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # as the model sent it, if it is not JSON
+        return text
+
+
+def _message(message: ChatMessage, finish_reason: str | None = None) -> dict[str, Any]:
+    """A message as the GenAI conventions' JSON schemas describe one (``role`` and ``parts``;
+    an output message's ``finish_reason``), not in the OpenAI format of ``to_dict()``."""
+    parts: list[dict[str, Any]] = []
+    if message.reasoning:
+        parts.append({"type": "reasoning", "content": message.reasoning})
+    if message.role is MessageRole.TOOL:
+        response = {"type": "tool_call_response", "id": message.tool_call_id}
+        parts.append({**response, "response": message.text})
+    else:
+        parts.extend(_part(part) for part in message.parts)
+    for call in message.tool_calls or ():
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.id,
+                "name": call.name,
+                "arguments": _arguments(call.arguments),
+            }
+        )
+    found: dict[str, Any] = {"role": message.role.value, "parts": parts}
+    if message.name and message.role is not MessageRole.TOOL:  # (a tool message's: the tool's)
+        found["name"] = message.name
+    if finish_reason is not None:
+        found["finish_reason"] = finish_reason
+    return found
 
 
 def _error_name(error: BaseException) -> str:
@@ -65,6 +117,34 @@ def _error_name(error: BaseException) -> str:
 def _fail(span: trace.Span, error_type: str) -> None:
     span.set_attribute(names.ERROR_TYPE, error_type)
     span.set_status(trace.Status(trace.StatusCode.ERROR, error_type))
+
+
+def _failed(what: str) -> None:
+    """Log what went wrong in the SDK (a processor, an exporter, a meter): telemetry only
+    watches, so the run goes on as it would without it."""
+    _log.exception("trio_invoke.otel: %s failed; the run goes on without it", what)
+
+
+def _start(
+    tracer: trace.Tracer,
+    name: str,
+    context: otel_context.Context | None,
+    kind: trace.SpanKind,
+) -> trace.Span:
+    """``tracer.start_span(...)``, or the invalid span if the SDK raised (logged)."""
+    try:
+        return tracer.start_span(name, context=context, kind=kind)
+    except Exception:
+        _failed(f"starting the span {name!r}")
+        return trace.INVALID_SPAN
+
+
+def _end(span: trace.Span) -> None:
+    """``span.end()``; what the SDK raises there (a span processor's ``on_end``) is logged."""
+    try:
+        span.end()
+    except Exception:
+        _failed("ending a span")
 
 
 def _set_usage(span: trace.Span, usage: Usage | None) -> None:
@@ -101,6 +181,9 @@ class Telemetry:
     is not sampled, calls run in the run's context (no span of their own): what they trace is
     not sampled either, under a parent-based sampler.
 
+    Telemetry only watches: what the SDK raises (a span processor, an exporter, a meter) is
+    logged on the ``trio_invoke.otel`` logger, and the run goes on as it would without it.
+
     Metrics: ``gen_ai.client.token.usage`` (histogram of tokens per model call, by
     ``gen_ai.token.type`` ``input`` / ``output``) and ``gen_ai.client.operation.duration``
     (histogram of seconds per model call).
@@ -110,8 +193,9 @@ class Telemetry:
         meter_provider: Where metrics go; default: the global one.
         capture_content: Also record what was said: the chat spans' ``gen_ai.input.messages`` /
             ``gen_ai.output.messages`` and the tool spans' ``gen_ai.tool.call.arguments`` /
-            ``gen_ai.tool.call.result`` (JSON). Off by default: no arguments, results or
-            message text in any attribute.
+            ``gen_ai.tool.call.result`` (JSON; messages as the conventions' schemas have them:
+            ``role``, ``parts``, an output's ``finish_reason``). Off by default: no arguments,
+            results or message text in any attribute.
         agent_name: Names the agent in the run span's name and ``gen_ai.agent.name``.
     """
 
@@ -143,11 +227,16 @@ class Telemetry:
     def run(self, messages: Sequence[ChatMessage]) -> _Run:
         """Start the span of a run (the loop calls this; see ``_loop._hooks.Observer``)."""
         name = f"{names.INVOKE_AGENT} {self.agent_name}" if self.agent_name else names.INVOKE_AGENT
-        span = self._tracer.start_span(name, kind=trace.SpanKind.INTERNAL)
-        if span.is_recording():
-            span.set_attribute(names.OPERATION_NAME, names.INVOKE_AGENT)
-            if self.agent_name:
-                span.set_attribute(names.AGENT_NAME, self.agent_name)
+        span = _start(self._tracer, name, None, trace.SpanKind.INTERNAL)
+        if span is trace.INVALID_SPAN:  # the SDK failed: the run's calls are traced as if
+            return _Run(self, span, otel_context.get_current())  # it were not there
+        try:
+            if span.is_recording():
+                span.set_attribute(names.OPERATION_NAME, names.INVOKE_AGENT)
+                if self.agent_name:
+                    span.set_attribute(names.AGENT_NAME, self.agent_name)
+        except Exception:
+            _failed(f"setting the attributes of {name!r}")
         return _Run(self, span, trace.set_span_in_context(span))
 
 
@@ -161,19 +250,21 @@ class _Run:
         model = getattr(client, "model", None)
         model = model if isinstance(model, str) and model else None
         name = f"{names.CHAT} {model}" if model else names.CHAT
-        span = self.telemetry._tracer.start_span(
-            name, context=self.context, kind=trace.SpanKind.CLIENT
-        )
+        span = _start(self.telemetry._tracer, name, self.context, trace.SpanKind.CLIENT)
         attributes: dict[str, Any] = {names.OPERATION_NAME: names.CHAT}
         if model:
             attributes[names.REQUEST_MODEL] = model
         provider = _PROVIDERS.get(type(client).__name__)
         if provider:
             attributes[names.PROVIDER_NAME] = provider
-        if span.is_recording():
-            span.set_attributes(attributes)
-            if self.telemetry.capture_content:
-                span.set_attribute(names.INPUT_MESSAGES, _messages_json(messages))
+        try:
+            if span.is_recording():
+                span.set_attributes(attributes)
+                if self.telemetry.capture_content:
+                    messages_json = _json([_message(m) for m in messages])
+                    span.set_attribute(names.INPUT_MESSAGES, messages_json)
+        except Exception:
+            _failed(f"setting the attributes of {name!r}")
         context = trace.set_span_in_context(span, self.context)
         return _Chat(self.telemetry, span, attributes, time.perf_counter(), context)
 
@@ -184,32 +275,39 @@ class _Run:
             if self.span.get_span_context().is_valid:  # an SDK did not sample it
                 return _Unsampled(self.context)
             return _UNSEEN  # no SDK
-        span = self.telemetry._tracer.start_span(
-            f"{names.EXECUTE_TOOL} {call.name}", context=self.context, kind=trace.SpanKind.INTERNAL
-        )
-        if span.is_recording():
-            span.set_attributes(
-                {
-                    names.OPERATION_NAME: names.EXECUTE_TOOL,
-                    names.TOOL_NAME: call.name,
-                    names.TOOL_CALL_ID: call.id,
-                    names.TOOL_DESCRIPTION: tool.description,
-                    names.TOOL_TYPE: "function",
-                }
-            )
-            if self.telemetry.capture_content:
-                span.set_attribute(names.TOOL_CALL_ARGUMENTS, _json(dict(arguments)))
+        name = f"{names.EXECUTE_TOOL} {call.name}"
+        span = _start(self.telemetry._tracer, name, self.context, trace.SpanKind.INTERNAL)
+        if span is trace.INVALID_SPAN:  # the SDK failed: the call runs in the run's context
+            return _Unsampled(self.context)
+        try:
+            if span.is_recording():
+                span.set_attributes(
+                    {
+                        names.OPERATION_NAME: names.EXECUTE_TOOL,
+                        names.TOOL_NAME: call.name,
+                        names.TOOL_CALL_ID: wire_text(call.id),
+                        names.TOOL_DESCRIPTION: wire_text(tool.description),
+                        names.TOOL_TYPE: "function",
+                    }
+                )
+                if self.telemetry.capture_content:
+                    span.set_attribute(names.TOOL_CALL_ARGUMENTS, _json(dict(arguments)))
+        except Exception:
+            _failed(f"setting the attributes of {name!r}")
         return _Tool(self.telemetry, span, trace.set_span_in_context(span, self.context))
 
     def end(self, reason: FinishReason | None, usage: Usage | None, error: str | None) -> None:
         span = self.span
-        if span.is_recording():
-            _set_usage(span, usage)
-            if reason is not None:
-                span.set_attribute(names.RESPONSE_FINISH_REASONS, [reason.value])
-            if error is not None:
-                _fail(span, error)
-        span.end()
+        try:
+            if span.is_recording():
+                _set_usage(span, usage)
+                if reason is not None:
+                    span.set_attribute(names.RESPONSE_FINISH_REASONS, [reason.value])
+                if error is not None:
+                    _fail(span, error)
+        except Exception:
+            _failed("setting the attributes of a run's span")
+        _end(span)
 
 
 @attrs.define
@@ -232,20 +330,42 @@ class _Chat:
         metric_attributes = dict(self.attributes)
         if error is not None:
             metric_attributes[names.ERROR_TYPE] = _error_name(error)
-        self.telemetry._duration.record(time.perf_counter() - self.started, metric_attributes)
-        if usage is not None:
-            for kind, tokens in (("input", usage.input_tokens), ("output", usage.output_tokens)):
-                kind_attributes = {**self.attributes, names.TOKEN_TYPE: kind}
-                self.telemetry._token_usage.record(tokens, kind_attributes)
+        try:
+            self.telemetry._duration.record(time.perf_counter() - self.started, metric_attributes)
+            if usage is not None:
+                for kind, tokens in (
+                    ("input", usage.input_tokens),
+                    ("output", usage.output_tokens),
+                ):
+                    kind_attributes = {**self.attributes, names.TOKEN_TYPE: kind}
+                    self.telemetry._token_usage.record(tokens, kind_attributes)
+        except Exception:
+            _failed("recording a model call's metrics")
+        try:
+            self._describe(span, finish, message, error)
+        except Exception:
+            _failed("setting the attributes of a model call's span")
+        _end(span)
+
+    def _describe(
+        self,
+        span: trace.Span,
+        finish: Finish | None,
+        message: ChatMessage | None,
+        error: BaseException | None,
+    ) -> None:
+        usage = finish.usage if finish is not None else None
         if span.is_recording():
             _set_usage(span, usage)
             if finish is not None:
                 span.set_attribute(names.RESPONSE_FINISH_REASONS, [finish.finish_reason.value])
             if self.telemetry.capture_content and message is not None:
-                span.set_attribute(names.OUTPUT_MESSAGES, _messages_json([message]))
+                reason = "error" if error is not None else FinishReason.STOP.value
+                if finish is not None:  # (a stream without a Finish is the model's stop)
+                    reason = finish.finish_reason.value
+                span.set_attribute(names.OUTPUT_MESSAGES, _json([_message(message, reason)]))
             if error is not None:
                 _fail(span, _error_name(error))
-        span.end()
 
 
 class _Current:
@@ -303,9 +423,12 @@ class _Tool:
 
     def end(self, called: ToolCalled | None, error_type: str | None) -> None:
         span = self.span
-        if span.is_recording():
-            if called is not None and self.telemetry.capture_content:
-                span.set_attribute(names.TOOL_CALL_RESULT, called.result)
-            if error_type is not None:
-                _fail(span, error_type)
-        span.end()
+        try:
+            if span.is_recording():
+                if called is not None and self.telemetry.capture_content:
+                    span.set_attribute(names.TOOL_CALL_RESULT, wire_text(called.result))
+                if error_type is not None:
+                    _fail(span, error_type)
+        except Exception:
+            _failed("setting the attributes of a tool call's span")
+        _end(span)

@@ -35,7 +35,8 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Any, Final, Protocol
 
@@ -61,7 +62,7 @@ from .._exceptions import (
 from .._text import wire_text
 from .._updates import AgentResponseUpdate
 from .._validate import non_finite
-from ._sse import ServerSentEvent, SSEParser
+from ._sse import MAX_EVENT_SIZE, ServerSentEvent, SSEParser
 
 __all__ = [
     "PREVIEW",
@@ -72,6 +73,7 @@ __all__ = [
     "SSEStream",
     "checked_timeout",
     "encode_json",
+    "finish_chain",
     "preview",
     "retry_after",
     "send",
@@ -88,6 +90,10 @@ RETRY_TRANSPORT: Final = (
     httpx2.RemoteProtocolError,
 )
 """Connection failures before any of the response arrived: safe to retry."""
+ERROR_BODY_LIMIT: Final = 64 * 1024
+"""The most bytes of an error response's body that are read."""
+ERROR_TEXT_LIMIT: Final = 4000
+"""The most characters of an error's message, and of the body it keeps."""
 DRAIN_AFTER_DONE: Final = 1.0
 """Seconds to wait, after the end of the events, for the end of the body (connection reuse)."""
 
@@ -189,6 +195,8 @@ def retry_after(headers: httpx2.Headers, now: float | None = None) -> float | No
                 when = parsedate_to_datetime(value)
             except (TypeError, ValueError):
                 continue
+            if when.tzinfo is None:  # asctime, or -0000: an HTTP date is GMT all the same
+                when = when.replace(tzinfo=UTC)
             seconds = when.timestamp() - (time.time() if now is None else now)
         if math.isfinite(seconds):
             return max(0.0, seconds)
@@ -252,19 +260,33 @@ message, or ``(message, error_type)`` for a provider that names its errors (Anth
 
 async def status_error(response: httpx2.Response, describe: Describe) -> HTTPStatusError:
     """Read (and close) an error response into an :class:`HTTPStatusError`; ``describe(body,
-    reason_phrase)`` finds the provider's message (and error type) in the body."""
+    reason_phrase)`` finds the provider's message (and error type) in the body.
+
+    Only the first :data:`ERROR_BODY_LIMIT` bytes are read (a longer body is cut off and its
+    connection closed), and the message is cut to :data:`ERROR_TEXT_LIMIT` characters as the
+    body is: a server's error page, however large, makes an error of a readable size.
+    """
+    pieces: list[bytes] = []
+    size = 0
+    chain = response.aiter_bytes()
     try:
-        body = (await response.aread()).decode("utf-8", errors="replace")
+        async for piece in chain:
+            pieces.append(piece)
+            size += len(piece)
+            if size >= ERROR_BODY_LIMIT:
+                await finish_chain(chain)
+                break
     except httpx2.HTTPError:
-        body = ""
+        pass
     finally:
         await response.aclose()
+    body = b"".join(pieces)[:ERROR_BODY_LIMIT].decode("utf-8", errors="replace")
     described = describe(body, response.reason_phrase)
     message, error_type = (described, None) if isinstance(described, str) else described
     return HTTPStatusError(
         response.status_code,
-        message,
-        body=preview(body, 4000),
+        preview(message, ERROR_TEXT_LIMIT),
+        body=preview(body, ERROR_TEXT_LIMIT),
         retry_after=retry_after(response.headers),
         error_type=error_type,
     )
@@ -282,18 +304,26 @@ async def send(
 ) -> httpx2.Response:
     """Send the request ``build()`` makes (once per attempt) and return the streaming response,
     its status below 300; retry as :class:`RetryPolicy` says, telling ``on_retry(error, retry,
-    delay)`` before each retry's wait (``retry`` counts from 1).
+    delay)`` before each retry's wait (``retry`` counts from 1). A redirect is not followed:
+    it is an ``HTTPStatusError`` like any other answer of 300 or more.
 
     Raises:
         HTTPStatusError: the last answer was 4xx/5xx.
-        ModelConnectionError, ModelTimeoutError: the last attempt got no response.
+        ModelConnectionError, ModelTimeoutError: the last attempt got no response, or ``http``
+            is closed.
 
     Cancellation: a cancelled wait or send sends nothing more; no response is left open.
     """
     attempt = 0
     while True:
+        if http.is_closed:  # httpx2 would raise a RuntimeError
+            raise ModelConnectionError(
+                f"could not send to {url}: the httpx2.AsyncClient it sends with is closed"
+            )
         try:
-            response = await http.send(build(), stream=True)
+            # Never follow a redirect, even with an http_client that does: the request would go
+            # elsewhere with its headers (httpx2 drops only Authorization: x-api-key would go).
+            response = await http.send(build(), stream=True, follow_redirects=False)
         except RETRY_TRANSPORT as exc:
             if attempt < retry.max_retries:
                 backoff = retry.backoff(attempt)
@@ -370,7 +400,7 @@ class SSEStream:
         self._patience = math.inf if timeout.read is None else timeout.read
         self._deadline = trio.current_time() + self._patience
         self._bytes = response.aiter_bytes()
-        self._parser = SSEParser()
+        self._parser = SSEParser(MAX_EVENT_SIZE)
         self._pending: deque[AgentResponseUpdate] = deque()
         self._error: ModelResponseError | None = None
         self._ended = False
@@ -379,6 +409,7 @@ class SSEStream:
         """No piece yet, or the last piece made progress: the next read needs no cancel scope
         of ours (see :meth:`__anext__`)."""
         self._exhausted = False
+        self._closed = False
         """The body's iterator has ended: there is nothing left to close."""
         self._head = b""  # the start of the body, to say what came instead of events
 
@@ -388,6 +419,10 @@ class SSEStream:
     async def __anext__(self) -> AgentResponseUpdate:
         pending = self._pending
         while not pending:
+            if self._closed:
+                raise trio.ClosedResourceError(
+                    "this response stream was closed (its run's async with was left)"
+                )
             if self._error is not None:
                 error, self._error = self._error, None
                 self._ended = True
@@ -448,8 +483,15 @@ class SSEStream:
             pending = self._pending
             before = len(pending)
             decode = self._decoder.event
-            for event in self._parser.feed(piece):
+            parser = self._parser
+            for event in parser.feed(piece):
                 pending.extend(decode(event))
+            if parser.too_large:  # a hostile or broken server: never hold it all
+                raise ModelResponseError(
+                    f"the response from {self._url} holds an event of over "
+                    f"{parser.max_event_size:,} bytes that does not end (no blank line): not "
+                    "a model's stream"
+                )
             self._fresh = len(pending) > before
             if self._fresh:
                 self._deadline = trio.current_time() + self._patience
@@ -485,22 +527,31 @@ class SSEStream:
         return f"; the body ({kind}) starts {head!r}" if head else f"; the body ({kind}) is empty"
 
     async def aclose(self) -> None:
-        """Stop reading the body and release the connection (closed if the body is unfinished).
-
-        httpx2 reads a body through a chain of nested async generators; closing only the outer
-        one would leave the inner ones to the garbage collector (Trio warns about that). So the
-        chain is resumed once more inside a cancelled scope: the innermost generator meets the
-        cancellation at its next network read, and every generator of the chain finishes,
-        httpcore2 closing the response on the way out.
+        """Stop reading the body and release the connection (closed if the body is unfinished;
+        see :func:`finish_chain`).
 
         Cancellation: none needed; this does not block.
         """
+        self._closed = True
+        self._pending.clear()
         if self._exhausted:
             return  # read to its end: the chain has finished, and the response is complete
-        with trio.CancelScope() as scope:
-            scope.cancel()
-            try:
-                while True:
-                    await anext(self._bytes)  # buffered data comes back without a checkpoint
-            except (StopAsyncIteration, httpx2.HTTPError):
-                pass
+        await finish_chain(self._bytes)
+
+
+async def finish_chain(chain: AsyncIterator[bytes]) -> None:
+    """Finish httpx2's body iterator ``chain`` without reading the rest of the body.
+
+    httpx2 reads a body through a chain of nested async generators; closing only the outer
+    one would leave the inner ones to the garbage collector (Trio warns about that). So the
+    chain is resumed once more inside a cancelled scope: the innermost generator meets the
+    cancellation at its next network read, and every generator of the chain finishes,
+    httpcore2 closing the response on the way out. This does not block.
+    """
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            while True:
+                await anext(chain)  # buffered data comes back without a checkpoint
+        except (StopAsyncIteration, httpx2.HTTPError):
+            pass

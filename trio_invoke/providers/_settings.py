@@ -10,6 +10,7 @@ these; its own settings stay in its module.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AsyncExitStack
 from types import MappingProxyType, TracebackType
@@ -36,6 +37,9 @@ __all__ = [
     "check_model",
     "checked_headers",
     "checked_options",
+    "endpoint",
+    "merged_headers",
+    "shown_url",
 ]
 
 
@@ -55,17 +59,64 @@ def base_url_from(value: str | None, *, env: str, default: str, example: str) ->
     try:
         parsed = httpx2.URL(base)
     except httpx2.InvalidURL as exc:
-        raise ConfigurationError(f"base_url {base!r} is not a valid URL: {exc}") from None
+        raise ConfigurationError(
+            f"base_url {shown_url(base)!r} is not a valid URL: {exc}"
+        ) from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigurationError(f"base_url must be an http(s) URL such as {example}, got {base!r}")
+        raise ConfigurationError(
+            f"base_url must be an http(s) URL such as {example}, got {shown_url(base)!r}"
+        )
     return base
 
 
+def endpoint(base_url: str, path: str) -> str:
+    """``base_url`` with ``path`` appended to its path; a query string stays at the end (Azure
+    OpenAI's ``?api-version=...``), and a fragment, which is never sent, is dropped."""
+    if "?" not in base_url and "#" not in base_url:
+        return base_url + path
+    url = httpx2.URL(base_url)
+    return str(url.copy_with(path=url.path.rstrip("/") + path, fragment=None))
+
+
+_SECRET_PARAMETER = re.compile(
+    r"([?&][^=&#]*(?:key|token|secret|sig|auth|pass|credential)[^=&#]*=)[^&#]*", re.IGNORECASE
+)
+"""A query parameter that carries a secret (``?key=...``, ``&access_token=...``): its value."""
+
+
+def shown_url(url: str) -> str:
+    """``url`` as errors and reprs show it: user and password (``http://user:key@host``, a
+    proxy's credentials) and the values of query parameters named like a secret (``key``,
+    ``token``, ``sig``, ...) replaced by ``***``."""
+    if "?" in url:
+        url = _SECRET_PARAMETER.sub(r"\1***", url)
+    if "@" not in url:
+        return url
+    scheme, slashes, rest = url.partition("//")
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    authority = rest[:end]
+    if "@" not in authority:
+        return url
+    return f"{scheme}{slashes}***@{authority.rpartition('@')[2]}{rest[end:]}"
+
+
 def api_key_from(value: str | None, *, env: str) -> str | None:
-    """The API key: ``value``, else the ``env`` variable; ``None`` when there is none."""
+    """The API key: ``value``, else the ``env`` variable; ``None`` when there is none.
+
+    A key goes in a header, so it may hold visible ASCII only: a newline left by a file read
+    or a non-ASCII character would fail every request, with the key in httpx2's message.
+    """
     key = value if value is not None else os.environ.get(env)
     if key is not None and not isinstance(key, str):
         raise ConfigurationError("api_key must be a string")  # never show a key
+    if key:
+        bad = next((i for i, char in enumerate(key) if not "!" <= char <= "~"), None)
+        if bad is not None:
+            where = "api_key" if value is not None else f"the {env} environment variable"
+            raise ConfigurationError(  # never show a key, nor the character (part of it)
+                f"{where} holds a character that cannot go in an HTTP header (whitespace, a "
+                f"control character or non-ASCII) at position {bad} of {len(key)}"
+            )
     return key or None
 
 
@@ -86,13 +137,37 @@ def checked_options(
     return MappingProxyType(dict(options))
 
 
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""A header name (RFC 9110, 5.1)."""
+_FIELD_VALUE = re.compile(r"([!-~]([\t !-~]*[!-~])?)?")
+"""A header value httpx2 can send: visible ASCII, inner spaces and tabs (RFC 9110, 5.5)."""
+
+
 def checked_headers(value: Mapping[str, str] | None) -> Mapping[str, str]:
-    """Extra headers as a read-only mapping of strings."""
+    """Extra headers as a read-only mapping of strings that can go in a request; a bad value
+    is named by its header only (it may be a secret)."""
     headers = dict(value or {})
     for name, text in headers.items():
         if not isinstance(name, str) or not isinstance(text, str):
             raise ConfigurationError(f"headers must map strings to strings, got {name!r}")
+        if not _TOKEN.fullmatch(name):
+            raise ConfigurationError(f"headers: {name!r} is not a valid header name")
+        if not _FIELD_VALUE.fullmatch(text):
+            raise ConfigurationError(
+                f"headers: the value of {name!r} cannot go in an HTTP header: it holds a "
+                "newline, a control character or non-ASCII, or starts or ends with whitespace"
+            )
     return MappingProxyType(headers)
+
+
+def merged_headers(*layers: Mapping[str, str]) -> dict[str, str]:
+    """The headers of ``layers``, a later layer's header replacing an earlier one of the same
+    name in any case (``authorization`` replaces ``Authorization``: one of each goes out)."""
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            merged[name.lower()] = (name, value)
+    return dict(merged.values())
 
 
 def check_http_client(_: object, __: attrs.Attribute[Any], value: object) -> None:
@@ -171,16 +246,17 @@ class Pooled:
             request.headers["Content-Type"] = "application/json"
             return request
 
+        url = shown_url(self.url)
         response = await send(
             http,
             build,
-            url=self.url,
+            url=url,
             timeouts=self.timeout,
             retry=self._retry,
             describe=describe,
             on_retry=self.on_retry,
         )
-        return response, SSEStream(response, decoder, url=self.url, timeout=self.timeout)
+        return response, SSEStream(response, decoder, url=url, timeout=self.timeout)
 
     async def _http(self, stack: AsyncExitStack) -> httpx2.AsyncClient:
         """The client a run sends with; one of the run's own is closed with ``stack``."""

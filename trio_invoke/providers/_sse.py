@@ -11,6 +11,10 @@ inside a UTF-8 character -- and it yields the same events as for the whole body 
     for piece in body_pieces:
         for event in parser.feed(piece):
             handle(event.data)
+
+An event is held in memory until the blank line that ends it: one that grows past
+``max_event_size`` bytes without ending (a line with no line end, endless ``data`` lines) sets
+:attr:`SSEParser.too_large`, for the caller to stop reading, rather than growing without bound.
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ import re
 
 import attrs
 
-__all__ = ["SSEParser", "ServerSentEvent"]
+__all__ = ["MAX_EVENT_SIZE", "SSEParser", "ServerSentEvent"]
+
+MAX_EVENT_SIZE = 16 * 1024 * 1024
+"""Bytes an event may hold before it ends (its lines so far): 16 MiB, far beyond any chunk a
+model server sends (they are a few hundred bytes; a whole tool call's arguments at most)."""
 
 _BOM = b"\xef\xbb\xbf"
 _END_OF_LINE = re.compile(rb"\r\n|\r|\n")
@@ -43,26 +51,38 @@ class SSEParser:
     Attributes:
         last_event_id: The last ``id`` field seen (``""`` before any).
         retry: The last valid ``retry`` field (milliseconds), ``None`` before any.
+        max_event_size: The most bytes the event being read may hold (its unended line and its
+            ``data`` lines so far).
+        too_large: The event being read holds more than ``max_event_size`` bytes: stop feeding
+            (the events :meth:`feed` returned before are whole and good).
     """
 
     __slots__ = (
         "_after_cr",
         "_data",
+        "_data_size",
         "_event",
         "_partial",
+        "_partial_size",
         "_started",
         "last_event_id",
+        "max_event_size",
         "retry",
+        "too_large",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_size: int = MAX_EVENT_SIZE) -> None:
         self._partial: list[bytes] = []  # bytes of the current line, no terminator yet
+        self._partial_size = 0
         self._after_cr = False  # the last piece ended with CR: an LF next completes a CRLF
         self._started = False  # the BOM check is done
         self._data: list[str] = []
+        self._data_size = 0  # bytes of the current event's data lines
         self._event = ""
         self.last_event_id = ""
         self.retry: int | None = None
+        self.max_event_size = max_event_size
+        self.too_large = False
 
     @property
     def in_event(self) -> bool:
@@ -84,9 +104,11 @@ class SSEParser:
             head = b"".join(self._partial) + piece
             if len(head) < len(_BOM) and _BOM.startswith(head):
                 self._partial = [head]  # could still be a BOM: wait for more
+                self._partial_size = len(head)
                 return []
             self._started = True
             self._partial = []
+            self._partial_size = 0
             piece = head.removeprefix(_BOM)
         if not self._partial and piece[-2:] == b"\n\n" and piece[:6] == b"data: ":
             value = piece[6:-2]
@@ -102,10 +124,17 @@ class SSEParser:
                 return [event]
         if b"\n" not in piece and b"\r" not in piece:
             self._partial.append(piece)  # no line ends here: no join, no copy
+            self._partial_size += len(piece)
+            if self._partial_size + self._data_size > self.max_event_size:
+                self.too_large = True
             return []
         buffer = b"".join(self._partial) + piece if self._partial else piece
         if b"\r" in buffer:
             return self._lines(buffer)
+        return self._lf_lines(buffer)
+
+    def _lf_lines(self, buffer: bytes) -> list[ServerSentEvent]:
+        """The events of ``buffer``, whose lines end with LF only (the common path)."""
         # Only LF line ends (what servers send): split, and read the ``data: `` lines (nearly
         # all of them) here; the other lines take the general path of :meth:`_line`.
         lines = buffer.split(b"\n")
@@ -113,19 +142,28 @@ class SSEParser:
         self._partial = [tail] if tail else []
         events: list[ServerSentEvent] = []
         data = self._data
+        size = self._data_size
         for raw in lines:
             if raw[:6] == b"data: ":
                 data.append(raw[6:].decode("utf-8", errors="replace"))
+                size += len(raw)
             elif raw:
+                self._data_size = size
                 self._line(raw)
+                size = self._data_size
             elif data:  # a blank line: dispatch
                 events.append(
                     ServerSentEvent("\n".join(data), self._event or "message", self.last_event_id)
                 )
                 data = self._data = []
+                size = 0
                 self._event = ""
             else:
                 self._event = ""  # an event with no data is not dispatched
+        self._data_size = size
+        self._partial_size = len(tail)
+        if size + len(tail) > self.max_event_size:
+            self.too_large = True
         return events
 
     def _lines(self, buffer: bytes) -> list[ServerSentEvent]:
@@ -140,6 +178,9 @@ class SSEParser:
         if start == len(buffer) and buffer.endswith(b"\r"):
             self._after_cr = True
         self._partial = [buffer[start:]] if start < len(buffer) else []
+        self._partial_size = len(buffer) - start
+        if self._partial_size + self._data_size > self.max_event_size:
+            self.too_large = True
         return events
 
     def _line(self, raw: bytes) -> ServerSentEvent | None:
@@ -153,6 +194,7 @@ class SSEParser:
             value = value[1:]
         if field == "data":
             self._data.append(value)
+            self._data_size += len(raw)
         elif field == "event":
             self._event = value
         elif field == "id":
@@ -165,6 +207,7 @@ class SSEParser:
     def _dispatch(self) -> ServerSentEvent | None:
         data, event = self._data, self._event
         self._data, self._event = [], ""
+        self._data_size = 0
         if not data:
             return None
         return ServerSentEvent("\n".join(data), event or "message", self.last_event_id)

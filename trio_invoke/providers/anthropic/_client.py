@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
+import trio
 
 from ..._exceptions import ConfigurationError
 from ..._messages import ChatMessage, Usage
@@ -55,6 +56,9 @@ from .._settings import (
     check_model,
     checked_headers,
     checked_options,
+    endpoint,
+    merged_headers,
+    shown_url,
 )
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "AnthropicChatClient"]
@@ -81,7 +85,7 @@ def _base_url(value: str | None) -> str:
     if httpx2.URL(base).path.rstrip("/").endswith("/v1"):
         raise ConfigurationError(
             f"base_url is the API root, without /v1 (requests go to {{base_url}}/v1/messages), "
-            f"got {base!r}"
+            f"got {shown_url(base)!r}"
         )
     return base
 
@@ -159,7 +163,7 @@ class AnthropicChatClient(Pooled):
         model: The model name (``"claude-sonnet-4-5"``, ``"claude-haiku-4-5"``, ...).
         base_url: The API root, without ``/v1``: requests go to ``{base_url}/v1/messages``.
             Defaults to the ``ANTHROPIC_BASE_URL`` environment variable, else
-            ``https://api.anthropic.com``.
+            ``https://api.anthropic.com``. A query string stays at the end of the URL.
         api_key: Sent as ``x-api-key``. Defaults to ``ANTHROPIC_API_KEY``; with neither, no key
             is sent (a proxy in front of the API may not need one).
         max_tokens: The most tokens a response may generate (the API requires the field).
@@ -189,7 +193,8 @@ class AnthropicChatClient(Pooled):
             key, and ``None`` leaves a field out.
         headers: Extra HTTP headers for every request (``anthropic-beta``, ...).
         http_client: An ``httpx2.AsyncClient`` of yours to send requests with; you open and
-            close it. Default: the client's own, per run or per ``async with``.
+            close it. Default: the client's own, per run or per ``async with``. A redirect is
+            never followed, whatever its ``follow_redirects``: it is an ``HTTPStatusError``.
         on_retry: Called before each retry's wait as ``on_retry(error, retry, delay)``, as for
             :class:`OpenAIChatClient`.
 
@@ -198,7 +203,9 @@ class AnthropicChatClient(Pooled):
             ends in ``/v1``), ``max_tokens`` below 1, a ``thinking`` that is not shaped as the
             API's (or whose ``budget_tokens`` is not below ``max_tokens``), a timeout or retry
             setting that is negative, NaN or not a number, ``model_options`` that set a field
-            the client owns, or an ``http_client`` that is not an ``httpx2.AsyncClient``.
+            the client owns, an ``http_client`` that is not an ``httpx2.AsyncClient``, or an
+            API key or header that cannot go in an HTTP header (a newline, whitespace around it,
+            non-ASCII; the message does not show the key or the header's value).
     """
 
     model: str = attrs.field(validator=check_model)
@@ -249,7 +256,7 @@ class AnthropicChatClient(Pooled):
         self._retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
         self.retry_backoff = float(self.retry_backoff)
         self.max_retry_delay = float(self.max_retry_delay)
-        self.url = f"{self.base_url}/v1/messages"
+        self.url = endpoint(self.base_url, "/v1/messages")
         thinking = self.thinking
         if (
             thinking is not None
@@ -260,17 +267,13 @@ class AnthropicChatClient(Pooled):
                 f"thinking budget_tokens ({thinking['budget_tokens']}) must be below "
                 f"max_tokens ({self.max_tokens}): the thinking counts towards max_tokens"
             )
-        self._headers = {
-            "Accept": "text/event-stream",
-            "anthropic-version": self.anthropic_version,
-            **self._extra_headers,
-        }
-        if self._api_key:
-            self._headers["x-api-key"] = self._api_key
+        defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
+        key = {"x-api-key": self._api_key} if self._api_key else {}
+        self._headers = merged_headers(defaults, self._extra_headers, key)
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
-        return f"AnthropicChatClient({self.model!r}, base_url={self.base_url!r}{key})"
+        return f"AnthropicChatClient({self.model!r}, base_url={shown_url(self.base_url)!r}{key})"
 
     # -- the ChatClient surface ----------------------------------------------------------------
 
@@ -389,7 +392,10 @@ class _Turn:
 
     async def __anext__(self) -> AgentResponseUpdate:
         while True:
-            assert self._stream is not None, "started on entry"
+            if self._stream is None:  # started on entry; closed when the run's block is left
+                raise trio.ClosedResourceError(
+                    "this response stream was closed (its run's async with was left)"
+                )
             try:
                 update = await self._stream.__anext__()
             except StopAsyncIteration:

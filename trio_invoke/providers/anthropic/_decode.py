@@ -163,7 +163,7 @@ class AnthropicDecoder:
         for block in self._order:
             raw = dict(block.raw)
             if block.json:
-                with contextlib.suppress(ValueError):  # cut short: the input as it started
+                with contextlib.suppress(ValueError, RecursionError):  # cut short: as it started
                     raw["input"] = json.loads("".join(block.json))
             out.append(raw)
         return out
@@ -175,7 +175,7 @@ class AnthropicDecoder:
         self.events += 1
         try:
             data = json.loads(event.data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise ModelResponseError(
                 f"the server sent an event that is not valid JSON ({exc}): {_preview(event.data)!r}"
             ) from exc
@@ -472,7 +472,7 @@ def error_description(body: str, reason_phrase: str) -> tuple[str, str | None]:
     "..."}``, ``{"message": "..."}``, ``{"detail": "..."}``) are read too."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         data = None
     if isinstance(data, dict):
         error = data.get("error")

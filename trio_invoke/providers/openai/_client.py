@@ -49,6 +49,9 @@ from .._settings import (
     check_model,
     checked_headers,
     checked_options,
+    endpoint,
+    merged_headers,
+    shown_url,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "OpenAIChatClient"]
@@ -69,9 +72,15 @@ _RESERVED: Final = frozenset(
 
 
 def _base_url(value: str | None) -> str:
-    return base_url_from(
+    base = base_url_from(
         value, env="OPENAI_BASE_URL", default=DEFAULT_BASE_URL, example="http://localhost:11434/v1"
     )
+    if httpx2.URL(base).path.rstrip("/").endswith("/chat/completions"):
+        raise ConfigurationError(
+            "base_url is the API root, without /chat/completions (requests go to "
+            f"{{base_url}}/chat/completions), got {shown_url(base)!r}"
+        )
+    return base
 
 
 def _api_key(value: str | None) -> str | None:
@@ -111,7 +120,9 @@ class OpenAIChatClient(Pooled):
     Args:
         model: The model name the server knows (``"gpt-4o-mini"``, ``"llama3.2"``, ...).
         base_url: The API root, up to and without ``/chat/completions``. Defaults to the
-            ``OPENAI_BASE_URL`` environment variable, else ``https://api.openai.com/v1``.
+            ``OPENAI_BASE_URL`` environment variable, else ``https://api.openai.com/v1``. A
+            query string stays at the end of the URL (Azure OpenAI's deployments:
+            ``.../openai/deployments/NAME?api-version=2024-10-21``).
         api_key: Sent as ``Authorization: Bearer ...``. Defaults to ``OPENAI_API_KEY``; with
             neither, no ``Authorization`` header is sent (local servers need none).
         timeout: Seconds, an ``httpx2.Timeout``, or ``None`` for no timeout; applies to every
@@ -130,7 +141,8 @@ class OpenAIChatClient(Pooled):
             field out (see :meth:`request_body`).
         headers: Extra HTTP headers for every request.
         http_client: An ``httpx2.AsyncClient`` of yours to send requests with; you open and
-            close it. Default: the client's own, per run or per ``async with``.
+            close it. Default: the client's own, per run or per ``async with``. A redirect is
+            never followed, whatever its ``follow_redirects``: it is an ``HTTPStatusError``.
         on_retry: Called before each retry's wait as ``on_retry(error, retry, delay)``: the
             error that the retry answers (an :class:`HTTPStatusError`, a
             :class:`ModelConnectionError` or a :class:`ModelTimeoutError`), the retry's number
@@ -147,7 +159,9 @@ class OpenAIChatClient(Pooled):
         ConfigurationError: an empty model name, a ``base_url`` that is not an http(s) URL, a
             timeout or retry setting that is negative, NaN or not a number, ``model_options``
             that set a field the client owns, an ``http_client`` that is not an
-            ``httpx2.AsyncClient``, or ``send_reasoning=True`` for OpenAI's API.
+            ``httpx2.AsyncClient``, ``send_reasoning=True`` for OpenAI's API, or an API key
+            or header that cannot go in an HTTP header (a newline, whitespace around it,
+            non-ASCII; the message does not show the key or the header's value).
     """
 
     model: str = attrs.field(validator=check_model)
@@ -193,20 +207,19 @@ class OpenAIChatClient(Pooled):
         self._retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
         self.retry_backoff = float(self.retry_backoff)
         self.max_retry_delay = float(self.max_retry_delay)
-        self.url = f"{self.base_url}/chat/completions"
+        self.url = endpoint(self.base_url, "/chat/completions")
         self.family = provider_family(self.base_url)
         if self.send_reasoning and not self.family.takes_reasoning:
             raise ConfigurationError(
                 f"send_reasoning=True cannot apply to {self.base_url}: the {self.family.name} "
                 "API takes no reasoning back"
             )
-        self._headers = {"Accept": "text/event-stream", **self._extra_headers}
-        if self._api_key:
-            self._headers["Authorization"] = f"Bearer {self._api_key}"
+        key = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        self._headers = merged_headers({"Accept": "text/event-stream"}, self._extra_headers, key)
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
-        return f"OpenAIChatClient({self.model!r}, base_url={self.base_url!r}{key})"
+        return f"OpenAIChatClient({self.model!r}, base_url={shown_url(self.base_url)!r}{key})"
 
     # -- the ChatClient surface ----------------------------------------------------------------
 

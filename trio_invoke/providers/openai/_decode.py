@@ -305,12 +305,12 @@ def _loads(data: str) -> Any:
     """
     try:
         value, end = _raw_decode(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         end = -1
     if end != len(data):
         try:
             value = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise ModelResponseError(
                 f"the server sent a chunk that is not valid JSON ({exc}): {preview(data)!r}"
             ) from exc
@@ -350,7 +350,7 @@ def error_message(body: str, reason_phrase: str) -> str:
     (FastAPI servers); else the body's text; else the reason phrase."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         data = None
     if isinstance(data, dict):
         error = data.get("error")
