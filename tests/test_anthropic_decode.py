@@ -52,6 +52,7 @@ from trio_invoke import (
     ToolCallStart,
     Usage,
 )
+from trio_invoke._accumulate import ToolCallAccumulator
 from trio_invoke.providers._sse import SSEParser
 from trio_invoke.providers.anthropic._decode import (
     STOP_REASONS,
@@ -60,6 +61,7 @@ from trio_invoke.providers.anthropic._decode import (
     error_description,
     error_message,
 )
+from trio_invoke.providers.anthropic._wire import wire_conversation
 
 
 def outcome(pieces: Iterable[bytes]) -> list[Any]:
@@ -773,3 +775,55 @@ def test_recorded_second_rounds() -> None:
         assert isinstance(updates[-1], Finish)
         assert updates[-1].finish_reason is FinishReason.STOP
         assert not any(isinstance(u, ToolCallStart) for u in updates)
+
+
+# -- a response cut short keeps no thinking block the API would refuse -------------------------
+
+
+def _so_far(raw: bytes) -> ChatMessage | None:
+    """The assistant message the loop keeps of a response whose reading stopped after ``raw``
+    (a cancelled run): what the updates so far accumulate to, the completed calls only."""
+    parser, decoder, accumulator = SSEParser(), AnthropicDecoder(), ToolCallAccumulator()
+    for one in parser.feed(raw):
+        for update in decoder.event(one):
+            accumulator.add(update)
+    return accumulator.message(accumulator.completed())
+
+
+def _unsigned(message: ChatMessage | None) -> list[Any]:
+    blocks = message.provider_data.get(THINKING_BLOCKS, []) if message is not None else []
+    return [b for b in blocks if b["type"] == "thinking" and not b.get("signature")]
+
+
+@pytest.mark.parametrize(
+    "name", ["anthropic/thinking-then-tool_use.sse", "anthropic/redacted_thinking-then-text.sse"]
+)
+def test_a_response_cut_anywhere_keeps_only_whole_signed_thinking_blocks(name: str) -> None:
+    # The API checks the signature of every thinking block of the conversation, earlier turns
+    # included: one with a missing or partial signature makes every later request a 400.
+    raw = recorded(name)
+    for cut in range(len(raw) + 1):
+        message = _so_far(raw[:cut])
+        assert _unsigned(message) == [], cut
+        _, wire = wire_conversation(
+            [ChatMessage.user("hi"), *([message] if message else []), ChatMessage.user("go on")]
+        )
+        sent = [b for m in wire for b in m["content"] if b["type"] == "thinking"]
+        assert all(b["signature"] for b in sent), cut
+
+
+def test_a_thinking_block_the_stream_never_finished_is_reasoning_only() -> None:
+    # max_tokens inside the thinking: no signature_delta and no content_block_stop came.
+    block = {"type": "thinking", "thinking": "", "signature": ""}
+    raw = (
+        message_start()
+        + event("content_block_start", index=0, content_block=block)
+        + event("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "Hm"})
+        + message_end("max_tokens")
+    )
+    updates = decode([raw])
+    assert updates[-1] == Finish(FinishReason.LENGTH, Usage(25, 40))
+    message = message_of(updates)
+    assert message is not None
+    assert message.reasoning == "Hm"
+    assert THINKING_BLOCKS not in message.provider_data

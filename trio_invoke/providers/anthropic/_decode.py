@@ -14,8 +14,10 @@ turns them into updates:
   ``ToolCallArgs`` (a block with no pieces has the arguments ``{}``), its stop into
   ``ToolCallEnd``;
 * a ``thinking`` block's ``thinking_delta`` pieces into ``ReasoningDelta``, and the block itself
-  -- its text and its ``signature_delta`` -- into ``ProviderDataDelta`` pieces of the field
-  ``thinking_blocks``; a ``redacted_thinking`` block (whole in its start) into one such piece.
+  -- its text and its ``signature_delta`` pieces -- into one ``ProviderDataDelta`` of the field
+  ``thinking_blocks`` when it is whole (its ``content_block_stop``: a block cut short is not
+  kept, as the API refuses a conversation with an unsigned one); a ``redacted_thinking`` block
+  (whole in its start) into one such piece.
   The assistant message then carries ``provider_data["thinking_blocks"]``: the blocks exactly as
   the API sent them, which go back unchanged in later requests of the tool loop (the API checks
   their signatures, and refuses a tool loop without them when thinking is on);
@@ -99,6 +101,9 @@ class _Block:
     deltas appended where they are understood)."""
     call_id: str | None = None
     """For a ``tool_use`` block: its id (a ``ToolCallStart`` went out)."""
+    key: str | None = None
+    """For a ``thinking`` block: the key of its ``ProviderDataDelta``, which goes out whole
+    when the block is complete."""
     json: list[str] = attrs.field(factory=list)
     """The ``input_json_delta`` pieces (of a ``tool_use`` block, or of a block the decoder does
     not model: ``server_tool_use``, ``mcp_tool_use``, ...)."""
@@ -287,20 +292,12 @@ class AnthropicDecoder:
         if kind == "tool_use":
             return self._tool_start(index, block, content)
         if kind == "thinking":
+            # The block itself goes out whole at its content_block_stop (see _close).
             thinking, signature = content.get("thinking"), content.get("signature")
-            thinking = thinking if isinstance(thinking, str) else ""
-            signature = signature if isinstance(signature, str) else ""
-            updates: list[AgentResponseUpdate] = [
-                ProviderDataDelta(
-                    THINKING_BLOCKS,
-                    self._key(index),
-                    update={"type": "thinking"},
-                    extend={"thinking": thinking, "signature": signature},
-                )
-            ]
-            if thinking:
-                updates.append(ReasoningDelta(thinking))
-            return updates
+            block.raw["thinking"] = thinking = thinking if isinstance(thinking, str) else ""
+            block.raw["signature"] = signature if isinstance(signature, str) else ""
+            block.key = self._key(index)
+            return [ReasoningDelta(thinking)] if thinking else []
         if kind == "redacted_thinking":
             try:
                 return [ProviderDataDelta(THINKING_BLOCKS, self._key(index), update=content)]
@@ -350,7 +347,6 @@ class AnthropicDecoder:
             return []
         if block.kind not in _MODELLED:
             return self._other_delta(block, kind, delta)
-        key = self._key(self._index(data, "content_block_delta"))
         if kind == "text_delta":
             text = self._piece(delta, "text", block, ("text",))
             block.raw["text"] = block.raw.get("text", "") + text
@@ -363,17 +359,11 @@ class AnthropicDecoder:
             return [ToolCallArgs(block.call_id, piece)]
         if kind == "thinking_delta":
             text = self._piece(delta, "thinking", block, ("thinking",))
-            block.raw["thinking"] = block.raw.get("thinking", "") + text
-            if not text:
-                return []
-            return [
-                ReasoningDelta(text),
-                ProviderDataDelta(THINKING_BLOCKS, key, extend={"thinking": text}),
-            ]
+            block.raw["thinking"] += text
+            return [ReasoningDelta(text)] if text else []
         if kind == "signature_delta":
-            signature = self._piece(delta, "signature", block, ("thinking",))
-            block.raw["signature"] = block.raw.get("signature", "") + signature
-            return [ProviderDataDelta(THINKING_BLOCKS, key, extend={"signature": signature})]
+            block.raw["signature"] += self._piece(delta, "signature", block, ("thinking",))
+            return []
         return []  # a delta type Anthropic added: skipped
 
     @staticmethod
@@ -408,10 +398,12 @@ class AnthropicDecoder:
 
     def _block_stop(self, data: Mapping[str, Any]) -> list[AgentResponseUpdate]:
         block = self._open(data, "content_block_stop")
-        return self._close(block)
+        return self._close(block, stopped=True)
 
-    def _close(self, block: _Block) -> list[AgentResponseUpdate]:
+    def _close(self, block: _Block, *, stopped: bool = False) -> list[AgentResponseUpdate]:
         block.open = False
+        if block.key is not None:
+            return self._thinking(block, stopped=stopped)
         if block.call_id is None:
             return []
         updates: list[AgentResponseUpdate] = []
@@ -422,6 +414,25 @@ class AnthropicDecoder:
             updates.append(ToolCallArgs(block.call_id, arguments))
         updates.append(ToolCallEnd(block.call_id))
         return updates
+
+    @staticmethod
+    def _thinking(block: _Block, *, stopped: bool) -> list[AgentResponseUpdate]:
+        """A ``thinking`` block's one ``ProviderDataDelta``, once the block is whole: at its
+        ``content_block_stop``, or at the end of the response if its signature came. The API
+        checks the signature of every thinking block sent back, earlier turns' too, so a
+        block cut short (a cancelled read, ``max_tokens`` inside the thinking) is never kept:
+        its text stays the message's reasoning, and the conversation can be sent again."""
+        thinking, signature = block.raw["thinking"], block.raw["signature"]
+        if block.key is None or not (stopped or signature):
+            return []
+        return [
+            ProviderDataDelta(
+                THINKING_BLOCKS,
+                block.key,
+                update={"type": "thinking"},
+                extend={"thinking": thinking, "signature": signature},
+            )
+        ]
 
     def _message_delta(self, data: Mapping[str, Any]) -> None:
         delta = data.get("delta")
