@@ -780,3 +780,32 @@ def test_the_usage_of_a_response_is_the_last_one_reported(
     reported = [Usage(*u) for u in [*(u for _, u in chunks), *after] if isinstance(u, tuple)]
     expected = reported[-1] if reported else None
     assert decode_events(*events)[-1] == Finish(FinishReason.STOP, expected)
+
+
+# -- finish reasons beyond OpenAI's ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        ("stop", FinishReason.STOP),
+        ("eos", FinishReason.STOP),  # Together
+        ("length", FinishReason.LENGTH),
+        ("model_length", FinishReason.LENGTH),  # Mistral: the context window is full
+        ("insufficient_system_resource", FinishReason.LENGTH),  # DeepSeek: cut off mid-answer
+        ("content_filter", FinishReason.CONTENT_FILTER),
+    ],
+)
+def test_a_response_cut_off_is_never_a_stop(reason: str, expected: FinishReason) -> None:
+    updates = decode([sse(chunk({"content": "Half an ans"}, reason), "[DONE]")])
+    assert updates[-1] == Finish(expected, None)
+
+
+def test_a_finish_reason_of_error_is_a_response_error_after_the_text() -> None:
+    # vLLM and Mistral end a failed generation with finish_reason "error" (and no error object).
+    parser, decoder = SSEParser(), ChunkDecoder()
+    updates: list[Any] = []
+    with pytest.raises(ModelResponseError, match="finish_reason 'error'"):
+        for one in parser.feed(sse(chunk({"content": "Half"}), chunk({}, "error"), "[DONE]")):
+            updates += decoder.event(one)
+    assert updates == [TextDelta("Half")]

@@ -57,8 +57,12 @@ _FINISH_REASONS: Final = {
     "tool_calls": FinishReason.TOOL_CALLS,
     "function_call": FinishReason.TOOL_CALLS,
     "length": FinishReason.LENGTH,
+    "model_length": FinishReason.LENGTH,  # Mistral: the context window is full
+    "insufficient_system_resource": FinishReason.LENGTH,  # DeepSeek: cut off for lack of capacity
     "content_filter": FinishReason.CONTENT_FILTER,
 }
+"""What each ``finish_reason`` means; any other (``"eos"``, ...) is the model's own ending.
+``"error"`` (vLLM, Mistral, OpenRouter) is a ``ModelResponseError``: the response failed."""
 
 
 def preview(text: str, limit: int = PREVIEW) -> str:
@@ -135,6 +139,11 @@ class ChunkDecoder:
                 self._delta(delta, updates)
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:
+                if reason == "error":
+                    raise ModelResponseError(
+                        "the server ended the response with finish_reason 'error' (the "
+                        "generation failed)"
+                    )
                 self.reason = reason
                 updates += self._end_calls()  # OpenAI never ends a call explicitly
         return updates
