@@ -438,6 +438,45 @@ async def test_cancelling_the_loop_closes_the_response_promptly(server: SSEServe
     no_resource_warnings()
 
 
+async def test_a_run_cancelled_in_the_thinking_leaves_a_conversation_the_api_takes(
+    server: SSEServer,
+) -> None:
+    # The API checks the signature of every thinking block sent back, earlier turns' too: a
+    # block kept without its signature would make every later request of this conversation
+    # a 400. The reasoning so far stays on the message; the unsigned block is not kept.
+    block = {"type": "thinking", "thinking": "", "signature": ""}
+    server.add(
+        Reply(
+            [
+                message_start()
+                + event("content_block_start", index=0, content_block=block)
+                + event(
+                    "content_block_delta",
+                    index=0,
+                    delta={"type": "thinking_delta", "thinking": "Paris, so"},
+                )
+            ],
+            ending="stall",
+        )
+    )
+    model = client_for(server)
+    scope = trio.CancelScope()
+    with trio.fail_after(10):
+        async with FunctionInvokingChatClient(model, []).run(
+            USER, RunOptions(cancel_scope=scope)
+        ) as stream:
+            async for update in stream:
+                if update == ReasoningDelta("Paris, so"):
+                    scope.cancel()
+        await server.closed_while_stalled.wait()
+    [kept] = stream.messages
+    assert kept.reasoning == "Paris, so"
+    body = model.request_body([*USER, kept, ChatMessage.user("Go on.")])
+    sent = [b for m in body["messages"] for b in m["content"] if b["type"] == "thinking"]
+    assert sent == []
+    no_resource_warnings()
+
+
 async def test_leaving_the_block_early_closes_the_connection(server: SSEServer) -> None:
     server.add(Reply([message_start() + text_block(0, "a", "b")], ending="stall"))
     with trio.fail_after(10):
