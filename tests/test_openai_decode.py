@@ -809,3 +809,29 @@ def test_a_finish_reason_of_error_is_a_response_error_after_the_text() -> None:
         for one in parser.feed(sse(chunk({"content": "Half"}), chunk({}, "error"), "[DONE]")):
             updates += decoder.event(one)
     assert updates == [TextDelta("Half")]
+
+
+def test_reasoning_tokens_reported_beside_the_completion_tokens_are_output_tokens() -> None:
+    # xAI (and Gemini's OpenAI API) count reasoning apart from completion_tokens, and in
+    # total_tokens: recorded from grok-3-mini (charmbracelet/fantasy's xai-grok-3-mini
+    # thinking-streaming cassette). OpenAI, DeepSeek, Z.ai count it in completion_tokens.
+    grok = {
+        "prompt_tokens": 288,
+        "completion_tokens": 27,
+        "total_tokens": 628,
+        "prompt_tokens_details": {"text_tokens": 288, "cached_tokens": 287},
+        "completion_tokens_details": {"reasoning_tokens": 313, "audio_tokens": 0},
+    }
+    updates = decode_events(vllm({"content": "ok"}, "stop", usage=grok))
+    assert updates[-1] == Finish(
+        FinishReason.STOP, Usage(288, 27 + 313, cache_read_input_tokens=287)
+    )
+    assert Usage(288, 27 + 313).total_tokens == 628
+    deepseek = {
+        "prompt_tokens": 339,
+        "completion_tokens": 83,
+        "total_tokens": 422,
+        "completion_tokens_details": {"reasoning_tokens": 39},
+    }
+    updates = decode_events(vllm({"content": "ok"}, "stop", usage=deepseek))
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(339, 83))

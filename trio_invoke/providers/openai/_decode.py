@@ -330,17 +330,27 @@ def _usage(data: Mapping[str, Any]) -> Usage:
     """The usage a chunk reports. ``prompt_tokens`` includes the cached tokens, which
     ``prompt_tokens_details.cached_tokens`` counts (OpenAI, and DeepSeek, Z.ai and OpenRouter
     too), else DeepSeek's own ``prompt_cache_hit_tokens``; OpenRouter counts the tokens written
-    to the cache in ``prompt_tokens_details.cache_write_tokens``. A count that is missing or not
-    an integer >= 0 is ignored (0, or the next place it may be)."""
+    to the cache in ``prompt_tokens_details.cache_write_tokens``. ``completion_tokens`` includes
+    the reasoning tokens, except where ``total_tokens`` says it does not (xAI, Gemini: the
+    total is prompt + completion + ``completion_tokens_details.reasoning_tokens``), and then
+    the reasoning is added. A count that is missing or not an integer >= 0 is ignored (0, or
+    the next place it may be)."""
     details = data.get("prompt_tokens_details")
     if not isinstance(details, Mapping):
         details = {}
     cached = _count(details, "cached_tokens")
     if cached is None:
         cached = _count(data, "prompt_cache_hit_tokens")
+    prompt = _count(data, "prompt_tokens") or 0
+    output = _count(data, "completion_tokens") or 0
+    output_details = data.get("completion_tokens_details")
+    if isinstance(output_details, Mapping):
+        reasoning = _count(output_details, "reasoning_tokens")
+        if reasoning and _count(data, "total_tokens") == prompt + output + reasoning:
+            output += reasoning
     return Usage(
-        input_tokens=_count(data, "prompt_tokens") or 0,
-        output_tokens=_count(data, "completion_tokens") or 0,
+        input_tokens=prompt,
+        output_tokens=output,
         cache_read_input_tokens=cached or 0,
         cache_creation_input_tokens=_count(details, "cache_write_tokens") or 0,
     )
