@@ -43,6 +43,7 @@ from trio_invoke import (
 from trio_invoke._updates import AgentResponseUpdate
 from trio_invoke.providers._sse import SSEParser
 from trio_invoke.providers.openai._decode import ChunkDecoder
+from trio_invoke.providers.openai._wire import provider_family, wire_messages
 
 
 def decode(pieces: Iterable[bytes]) -> list[AgentResponseUpdate]:
@@ -835,3 +836,50 @@ def test_reasoning_tokens_reported_beside_the_completion_tokens_are_output_token
     }
     updates = decode_events(vllm({"content": "ok"}, "stop", usage=deepseek))
     assert updates[-1] == Finish(FinishReason.STOP, Usage(339, 83))
+
+
+# -- keys of a tool call beyond id, type and function ----------------------------------------
+
+
+def test_geminis_thought_signature_on_a_tool_call_stays_on_the_call_and_goes_back() -> None:
+    # Gemini 3 through its OpenAI-compatible API signs each function call in the call's
+    # extra_content, and answers HTTP 400 ("Function call is missing a thought_signature")
+    # to a later request whose assistant tool call lacks it.
+    signed = {"google": {"thought_signature": "CiQB0e2Kb3Ws=="}}
+    raw = sse(
+        chunk(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "extra_content": signed,
+                        "function": {"arguments": '{"city":"Paris"}', "name": "get_weather"},
+                        "id": "function-call-1",
+                        "type": "function",
+                        "index": 0,
+                    }
+                ],
+            },
+            "tool_calls",
+        ),
+        "[DONE]",
+    )
+    message = message_of(decode([raw]))
+    assert message is not None
+    [call] = message.tool_calls or ()
+    assert call == ToolCall(
+        "function-call-1",
+        "get_weather",
+        '{"city":"Paris"}',
+        provider_data={"extra_content": signed},
+    )
+    [sent] = wire_messages([message], provider_family("https://generativelanguage.googleapis.com"))
+    assert sent["tool_calls"][0]["extra_content"] == signed
+    assert ChatMessage.from_dict(json.loads(json.dumps(message.to_dict()))) == message
+
+
+def test_a_tool_call_key_that_is_not_json_is_a_response_error() -> None:
+    call = {"index": 0, "id": "c1", "extra_content": {"score": 0.5}, "function": {"name": "f"}}
+    raw = sse(chunk({"tool_calls": [call]}, "tool_calls")).replace(b"0.5", b"NaN")
+    with pytest.raises(ModelResponseError, match="tool call that is not JSON"):
+        decode([raw])

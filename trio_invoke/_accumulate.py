@@ -13,7 +13,7 @@ objects). :meth:`ToolCallAccumulator.message` builds the round's assistant messa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -84,7 +84,8 @@ class ToolCallAccumulator:
         self._reasoning_field: str | None = None  # the wire field of the first piece that said
         self._data: dict[str, dict[str, dict[str, Any]]] = {}  # field -> key -> item
         self._positions: dict[str, int] = {}  # every started call's id -> its place, in order
-        self._open: dict[str, tuple[str, list[str]]] = {}  # id -> (name, argument pieces)
+        # id -> (name, argument pieces, the call's provider data)
+        self._open: dict[str, tuple[str, list[str], Mapping[str, Any]]] = {}
         self._done: dict[str, ToolCall] = {}  # id -> the call, once ended (ToolCall is frozen)
 
     def add(self, update: AgentResponseUpdate) -> ToolCall | None:
@@ -146,7 +147,7 @@ class ToolCallAccumulator:
                 f"second ToolCallStart for tool call id {update.id!r}, which is {state}"
             )
         positions[update.id] = len(positions)
-        self._open[update.id] = (update.name, [])
+        self._open[update.id] = (update.name, [], update.provider_data)
 
     def _end(self, update: ToolCallEnd) -> ToolCall:
         call_id = update.id
@@ -156,9 +157,11 @@ class ToolCallAccumulator:
             open_call = None
         if open_call is None:
             raise StreamProtocolError(self._not_open(_call_id(update), "ToolCallEnd"))
-        name, pieces = open_call
+        name, pieces, data = open_call
         # As AccumulatedToolCall.to_tool_call: empty arguments stand for ``{}``.
-        done = self._done[call_id] = ToolCall(call_id, name, "".join(pieces) or "{}")
+        done = self._done[call_id] = ToolCall(
+            call_id, name, "".join(pieces) or "{}", provider_data=data
+        )
         return done
 
     def _not_open(self, call_id: str, what: str) -> str:

@@ -110,7 +110,15 @@ class ProviderDataDelta:
     """Text appended to the item's strings of these names (streamed text, a signature)."""
 
 
-@attrs.frozen
+def _call_values(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    data = json_object(value, "ToolCallStart.provider_data")
+    clash = sorted({"id", "type", "function"}.intersection(data))
+    if clash:
+        raise ValueError(f"ToolCallStart.provider_data may not set {', '.join(map(repr, clash))}")
+    return data
+
+
+@attrs.frozen(repr=False)
 class ToolCallStart:
     """The model starts a tool call. Call order is the order of these within a response."""
 
@@ -118,6 +126,16 @@ class ToolCallStart:
     """The call's id, unique within the response."""
     name: str
     """The tool it calls."""
+    provider_data: Mapping[str, Any] = attrs.field(
+        default=EMPTY, kw_only=True, converter=_call_values, hash=False
+    )
+    """Keys of the call beyond its id, type and function, which must go back with it
+    unchanged (Gemini's ``extra_content`` with its thought signature): the finished
+    ``ToolCall.provider_data``. Empty for nearly every call."""
+
+    def __repr__(self) -> str:
+        extra = f", provider_data={dict(self.provider_data)!r}" if self.provider_data else ""
+        return f"ToolCallStart(id={self.id!r}, name={self.name!r}{extra})"
 
 
 @attrs.frozen

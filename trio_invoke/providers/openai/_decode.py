@@ -8,7 +8,9 @@ on any split of a recorded stream) without the ``openai`` extra:
   reasoning deltas (``reasoning_content`` as DeepSeek, Qwen and llama.cpp send it, ``reasoning``
   as vLLM, Ollama and OpenRouter do) into ``ReasoningDelta``; OpenRouter's ``reasoning_details``
   into ``ProviderDataDelta`` pieces, one item per detail ``type`` and ``index``; ``tool_calls``
-  deltas into ``ToolCallStart`` / ``ToolCallArgs`` / ``ToolCallEnd``; the ``finish_reason``
+  deltas into ``ToolCallStart`` / ``ToolCallArgs`` / ``ToolCallEnd`` (a call's keys beyond
+  ``index``, ``id``, ``type`` and ``function`` -- Gemini's ``extra_content``, with the call's
+  thought signature -- in ``ToolCallStart.provider_data``); the ``finish_reason``
   chunk and the later usage chunk into one ``Finish``.
 * ``error_message`` reads a provider's error body.
 
@@ -33,6 +35,7 @@ from typing import Any, Final
 
 import attrs
 
+from ..._content import json_object
 from ..._exceptions import ModelResponseError
 from ..._messages import FinishReason, Usage
 from ..._updates import (
@@ -273,7 +276,7 @@ class ChunkDecoder:
                 self._ids.setdefault(call_id, key)
             self._order.append(current)
             self._used.add(new_id)
-            updates.append(ToolCallStart(current.id, name))
+            updates.append(ToolCallStart(current.id, name, provider_data=_call_extra(call)))
         elif not current.open:
             if arguments:
                 raise ModelResponseError(
@@ -299,6 +302,22 @@ class ChunkDecoder:
             # "stop" with tool calls happens (some OpenAI models, older Ollama): the calls decide.
             reason = FinishReason.TOOL_CALLS if self._order else FinishReason.STOP
         return [*self._end_calls(), Finish(reason, self.usage)]
+
+
+_CALL_KEYS: Final = frozenset({"index", "id", "type", "function"})
+
+
+def _call_extra(call: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The keys of a call's first piece beyond the ones the decoder reads (Gemini's
+    ``extra_content``, which holds the call's thought signature), to go back with the call."""
+    if _CALL_KEYS.issuperset(call):
+        return None  # what nearly every server sends
+    extra = {k: v for k, v in call.items() if k not in _CALL_KEYS and v is not None}
+    try:
+        json_object(extra, "a tool call")
+    except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
+        raise ModelResponseError(f"the server sent a tool call that is not JSON ({exc})") from exc
+    return extra
 
 
 _raw_decode = json.JSONDecoder().raw_decode
