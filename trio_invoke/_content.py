@@ -222,10 +222,11 @@ class ImagePart:
         return f"data:{self.media_type};base64,{self.data}"
 
     def to_dict(self) -> dict[str, Any]:
-        """This part in the OpenAI format (inline data as a ``data:`` URL)."""
-        image: dict[str, Any] = {"url": self.data_url}
+        """This part in the OpenAI format (inline data as a ``data:`` URL; text made valid
+        Unicode, as ``ChatMessage.to_dict`` says)."""
+        image: dict[str, Any] = {"url": wire_text(self.data_url)}
         if self.detail is not None:
-            image["detail"] = self.detail
+            image["detail"] = wire_text(self.detail)
         return {"type": "image_url", "image_url": image, **wire_json(self.provider_data)}
 
 
