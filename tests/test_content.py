@@ -66,6 +66,13 @@ def test_bad_images_are_refused(kwargs: dict[str, Any], match: str) -> None:
         ImagePart(**kwargs)
 
 
+@pytest.mark.parametrize("text", [None, 5, b"bytes", ["a"]])
+def test_a_text_part_of_something_that_is_not_text_is_refused(text: Any) -> None:
+    # Refused where it is made, not later when the message is stored or sent (to_dict).
+    with pytest.raises(TypeError, match="TextPart text must be a str"):
+        TextPart(text)
+
+
 def test_parts_keep_their_unmodelled_keys_and_hash() -> None:
     part = TextPart("hello", provider_data={"cache_control": {"type": "ephemeral"}})
     assert part.to_dict() == {

@@ -136,11 +136,20 @@ def _is_base64(text: str) -> bool:
     return True
 
 
+def _check_text(_: object, __: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"TextPart text must be a str, got {_preview(value)}")
+
+
 @attrs.frozen
 class TextPart:
-    """A piece of text in a message of several parts."""
+    """A piece of text in a message of several parts.
 
-    text: str
+    Raises:
+        TypeError: ``text`` is not a ``str``.
+    """
+
+    text: str = attrs.field(validator=_check_text)
     """The text."""
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_text_extra, hash=False, repr=show
