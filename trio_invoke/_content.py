@@ -23,7 +23,7 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
@@ -40,6 +40,7 @@ __all__ = [
     "json_object",
     "part_from_dict",
     "parts_text",
+    "reduce_value",
     "show",
     "to_parts",
     "tool_result_content",
@@ -55,6 +56,23 @@ _MEDIA_TYPE: Final = re.compile(r"[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+")
 def show(value: Mapping[str, Any]) -> str:
     """A mapping field in a repr: as a plain dict."""
     return repr(dict(value))
+
+
+def reduce_value(value: Any) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``__reduce__`` for a frozen value that holds read-only mappings: ``MappingProxyType``
+    neither pickles nor deep-copies, so the value is rebuilt through its constructor, from its
+    fields with those mappings as plain dicts (the constructor makes them read-only again)."""
+    fields = {
+        field.alias: dict(item) if isinstance(item, MappingProxyType) else item
+        for field in attrs.fields(type(value))
+        if field.init
+        for item in (getattr(value, field.name),)
+    }
+    return _rebuild, (type(value), fields)
+
+
+def _rebuild(cls: type[Any], fields: dict[str, Any]) -> Any:
+    return cls(**fields)
 
 
 def json_copy(value: Any, where: str) -> Any:
@@ -157,6 +175,9 @@ class TextPart:
     """The part's keys beyond ``type`` and ``text`` (``cache_control``, ...), kept unchanged
     (a key whose value is ``None`` is left out, as on the wire ``null`` reads as absent)."""
 
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
+
     def to_dict(self) -> dict[str, Any]:
         """This part in the OpenAI format."""
         return {"type": "text", "text": wire_text(self.text), **wire_json(self.provider_data)}
@@ -216,6 +237,9 @@ class ImagePart:
         elif self.media_type is not None:
             raise ValueError("an ImagePart with a url takes no media_type (the server knows it)")
 
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
+
     @classmethod
     def from_bytes(cls, data: bytes, media_type: str, *, detail: str | None = None) -> ImagePart:
         """An image from its bytes (``ImagePart.from_bytes(png, "image/png")``)."""
@@ -274,6 +298,9 @@ class RawPart:
     data: Mapping[str, Any] = attrs.field(converter=_raw, hash=False, repr=show)
     """The part, in the OpenAI format: a JSON object with a ``type`` (a key whose value is
     ``None`` is left out)."""
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The part as it came (its text made valid Unicode, as ``ChatMessage.to_dict`` says)."""
