@@ -239,7 +239,8 @@ class ToolCalled:
     parts: tuple[ContentPart, ...] = attrs.field(default=(), kw_only=True, converter=to_parts)
     """The result as content parts, when the tool returned an image (or parts): the tool
     message holds these, and :attr:`result` is their text with ``[image]`` for each image.
-    Empty for a text result."""
+    Empty for a text result, and when a middleware changed :attr:`result` to other text (the
+    tool message is then that text)."""
 
     @property
     def content(self) -> str | tuple[ContentPart, ...]:
