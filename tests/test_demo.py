@@ -137,6 +137,18 @@ async def test_end_of_input_rejects(
     assert "? [y/N] (end of input: no)\n  rejected: call_5\n" in out.getvalue()
 
 
+async def test_no_standard_input_at_all_rejects(
+    monkeypatch: pytest.MonkeyPatch, note_in_tmp: Path, demo_clock: trio.testing.MockClock
+) -> None:
+    # Started with stdin closed (`<&-`), or by pythonw: Python's sys.stdin is None.
+    monkeypatch.setattr("sys.stdin", None)
+    out = io.StringIO()
+    with trio.fail_after(60):
+        await _demo.amain(_demo.parse_args([]), _demo.Printer(out), delay=0)
+    assert not note_in_tmp.exists()
+    assert "? [y/N] (end of input: no)\n  rejected: call_5\n" in out.getvalue()
+
+
 async def test_a_prompt_given_to_the_scripted_model_is_said_to_be_ignored(
     demo_clock: trio.testing.MockClock,
 ) -> None:

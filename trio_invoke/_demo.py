@@ -372,7 +372,10 @@ async def ask_at_terminal(request: ToolApprovalRequest, printer: Printer) -> Too
     """
     stdin = sys.stdin
     printer.write(f"  Allow {request.call.name}({request.call.arguments})? [y/N] ")
-    line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
+    if stdin is None:  # no standard input at all (closed, or a GUI's pythonw): end of input
+        line = ""
+    else:
+        line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
     if not line:
         printer.write("(end of input: no)\n")
     elif not stdin.isatty():
