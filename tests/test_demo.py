@@ -214,6 +214,30 @@ def test_python_dash_m_runs_the_demo(tmp_path: Path) -> None:
     assert "[finish: stop" in done.stdout
 
 
+def test_a_reader_that_goes_away_ends_the_demo_quietly(tmp_path: Path) -> None:
+    # `python -m trio_invoke | head -1`: the pipe closes while the demo still writes.
+    with subprocess.Popen(
+        [sys.executable, "-m", "trio_invoke", "--no"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        try:
+            assert process.stdout.readline().startswith("model: ")
+            process.stdout.close()
+            process.wait(timeout=60)
+            err = process.stderr.read()
+        finally:
+            process.kill()
+    assert "Traceback" not in err
+    assert "BrokenPipeError" not in err
+    assert err == ""
+    assert process.returncode == 1
+
+
 def test_main_module_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
     import runpy
 
