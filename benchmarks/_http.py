@@ -91,6 +91,7 @@ def openai_server() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        process.stdout.close()
 
 
 async def connections(base_url: str) -> int:
