@@ -6,7 +6,7 @@ side of a workload talks to the same server in the same run, on httpx2 with the 
 and the same pool limits (httpx2's defaults: 100 connections):
 
 * the library: ``OpenAIChatClient`` (one client, opened once, so one connection pool), alone or
-  under ``FunctionInvokingChatClient``;
+  under ``FunctionInvokingChatClient`` (or the class given with ``--client``);
 * the floor: a bare ``httpx2.AsyncClient`` that posts the same request body, splits the body
   into lines and ``json.loads`` each ``data:`` line -- the least any client of this protocol
   does, with nothing done about the chunks (no decoding into updates, no error checks);
@@ -47,7 +47,6 @@ from trio_invoke import (
     ChatMessage,
     Finish,
     FinishReason,
-    FunctionInvokingChatClient,
     TextDelta,
     ToolCallArgs,
     ToolCalled,
@@ -426,7 +425,7 @@ def conversations(ctx: Context) -> Outcome:
             OpenAIChatClient(CONVERSATION, base_url=base_url) as model,
             httpx2.AsyncClient(timeout=_timeout()) as bare,
         ):
-            loop = FunctionInvokingChatClient(model, [NoopTool()])
+            loop = ctx.client_cls(model, [NoopTool()])
             content = json.dumps(model.request_body(USER), separators=(",", ":")).encode()
 
             async def client_run() -> None:
@@ -568,7 +567,7 @@ def agents(ctx: Context) -> Outcome:
             OpenAIChatClient(AGENT, base_url=base_url) as model,
             httpx2.AsyncClient(timeout=_timeout()) as bare,
         ):
-            loop = FunctionInvokingChatClient(model, [tool])
+            loop = ctx.client_cls(model, [tool])
 
             async def library_run(marks: list[float]) -> None:
                 calls = 0

@@ -6,12 +6,17 @@ from __future__ import annotations
 import gc
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from trio_invoke import FunctionInvokingChatClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's benchmarks/
 
 from benchmarks import _http
+from benchmarks._harness import Settings
+from benchmarks._workloads import Context
 
 pytest.importorskip("httpx2")
 
@@ -20,3 +25,27 @@ def test_the_http_workloads_server_leaves_nothing_open() -> None:
     with _http.openai_server() as base_url:
         assert base_url.startswith("http://127.0.0.1:")
     gc.collect()  # an unclosed pipe to the server would warn here (warnings are errors)
+
+
+class Recording(FunctionInvokingChatClient):
+    """The loop, counting the runs it was asked for: what ``--client`` would give."""
+
+    runs = 0
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        type(self).runs += 1
+        return super().run(*args, **kwargs)
+
+
+@pytest.mark.parametrize("workload", ["conversations", "agents"])
+def test_the_http_workloads_measure_the_client_given_with_dash_dash_client(
+    workload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_http, "_sizes", lambda ctx: [2, 3])
+    monkeypatch.setattr(Recording, "runs", 0)
+    ctx = Context(Settings(repeat=1, min_sample=0.001, quick=True), Recording)
+    outcome = getattr(_http, workload)(ctx)
+    assert outcome.rows
+    # Every batch of the loop's side (the warm-up and the sample, N = 2 and 3) went through
+    # the class the table's header names, not the stock FunctionInvokingChatClient.
+    assert Recording.runs >= 2 * (2 + 3)
