@@ -502,14 +502,23 @@ def conversations(ctx: Context) -> Outcome:
     rows[0] = _with_note(
         rows[0],
         "conversations: each run one response of 200 text chunks, all through one client (one "
-        "pool of 100 connections); floor = bare httpx2 + line split + json.loads; connections "
-        "the server accepted per batch: "
+        f"pool of 100 connections); {_samples(repeat)}; floor = bare httpx2 + line split + "
+        "json.loads; connections the server accepted per batch: "
         + "; ".join(
             f"N={n:,}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
             for n, counts in opened.items()
         ),
     )
     return Outcome(rows)
+
+
+def _samples(repeat: int) -> str:
+    """What the rows are the median of: not the table header's samples, which are the other
+    workloads'."""
+    return (
+        f"median of {repeat} sample{'s' if repeat != 1 else ''} per side, each a batch of N "
+        "runs, after a warm-up batch"
+    )
 
 
 def _with_note(row: Row, note: str) -> Row:
@@ -636,7 +645,7 @@ def agents(ctx: Context) -> Outcome:
         "= a hand-written agent loop on bare httpx2 (line split, json.loads, calls gathered by "
         "index, run in a nursery); latency per round = from the end of the previous round (or "
         "the run's start) to the end of this one, as the caller sees it, over every round of "
-        "every sample"
+        f"every sample; {_samples(repeat)}"
     )
     for n in sizes:
         samples = timing[n]

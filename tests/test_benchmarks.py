@@ -49,3 +49,16 @@ def test_the_http_workloads_measure_the_client_given_with_dash_dash_client(
     # Every batch of the loop's side (the warm-up and the sample, N = 2 and 3) went through
     # the class the table's header names, not the stock FunctionInvokingChatClient.
     assert Recording.runs >= 2 * (2 + 3)
+
+
+@pytest.mark.parametrize("workload", ["conversations", "agents"])
+def test_the_http_workloads_say_how_many_samples_their_rows_are_the_median_of(
+    workload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The table's header gives the other workloads' samples per side (--repeat, 3 with
+    # --quick); these take 1 sample with --quick and 3 otherwise, which their note must say.
+    monkeypatch.setattr(_http, "_sizes", lambda ctx: [2, 3])
+    ctx = Context(Settings(repeat=3, min_sample=0.001, quick=True))
+    first = next(row for row in getattr(_http, workload)(ctx).rows if row.note)
+    assert first.note is not None
+    assert "median of 1 sample per side, each a batch of N runs" in first.note
