@@ -15,6 +15,7 @@ from trio_invoke import FunctionInvokingChatClient
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's benchmarks/
 
 from benchmarks import _http
+from benchmarks.__main__ import load_client
 from benchmarks._harness import Settings
 from benchmarks._workloads import Context
 
@@ -62,3 +63,27 @@ def test_the_http_workloads_say_how_many_samples_their_rows_are_the_median_of(
     first = next(row for row in getattr(_http, workload)(ctx).rows if row.note)
     assert first.note is not None
     assert "median of 1 sample per side, each a batch of N runs" in first.note
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("trio_invoke:NoSuchLoop", "trio_invoke has no 'NoSuchLoop'"),
+        ("no_such_module_here:Loop", "cannot load no_such_module_here: No module named"),
+        ("/no/such/dir/loop.py:Loop", "cannot load /no/such/dir/loop.py: [Errno 2]"),
+        ("FunctionInvokingChatClient", "--client takes MODULE:NAME"),
+    ],
+)
+def test_a_client_that_cannot_be_loaded_is_one_line(spec: str, says: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        load_client(spec)
+    assert says in str(info.value.code)
+
+
+def test_dash_dash_client_loads_a_module_or_a_file(tmp_path: Path) -> None:
+    assert load_client("trio_invoke:FunctionInvokingChatClient") is FunctionInvokingChatClient
+    (tmp_path / "my_loop.py").write_text(
+        "from trio_invoke import FunctionInvokingChatClient\n"
+        "class Mine(FunctionInvokingChatClient): pass\n"
+    )
+    assert load_client(f"{tmp_path / 'my_loop.py'}:Mine").__name__ == "Mine"
