@@ -76,18 +76,23 @@ def load_client(spec: str) -> Callable[..., ChatClient]:
     where, _, name = spec.rpartition(":")
     if not where or not name:
         raise SystemExit(f"--client takes MODULE:NAME, got {spec!r}")
-    if where.endswith(".py"):
-        path = Path(where).resolve()
-        module_name = f"_bench_client_{path.stem}"
-        loader = importlib.util.spec_from_file_location(module_name, path)
-        if loader is None or loader.loader is None:
-            raise SystemExit(f"cannot load {path}")
-        module = importlib.util.module_from_spec(loader)
-        sys.modules[module_name] = module
-        loader.loader.exec_module(module)
-    else:
-        module = importlib.import_module(where)
-    client: Callable[..., ChatClient] = getattr(module, name)
+    try:
+        if where.endswith(".py"):
+            path = Path(where).resolve()
+            module_name = f"_bench_client_{path.stem}"
+            loader = importlib.util.spec_from_file_location(module_name, path)
+            if loader is None or loader.loader is None:
+                raise SystemExit(f"cannot load {path}")
+            module = importlib.util.module_from_spec(loader)
+            sys.modules[module_name] = module
+            loader.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except (ImportError, OSError) as exc:
+        raise SystemExit(f"--client {spec}: cannot load {where}: {exc}") from None
+    client: Callable[..., ChatClient] | None = getattr(module, name, None)
+    if client is None:
+        raise SystemExit(f"--client {spec}: {where} has no {name!r}")
     return client
 
 

@@ -6,7 +6,7 @@ side of a workload talks to the same server in the same run, on httpx2 with the 
 and the same pool limits (httpx2's defaults: 100 connections):
 
 * the library: ``OpenAIChatClient`` (one client, opened once, so one connection pool), alone or
-  under ``FunctionInvokingChatClient``;
+  under ``FunctionInvokingChatClient`` (or the class given with ``--client``);
 * the floor: a bare ``httpx2.AsyncClient`` that posts the same request body, splits the body
   into lines and ``json.loads`` each ``data:`` line -- the least any client of this protocol
   does, with nothing done about the chunks (no decoding into updates, no error checks);
@@ -47,7 +47,6 @@ from trio_invoke import (
     ChatMessage,
     Finish,
     FinishReason,
-    FunctionInvokingChatClient,
     TextDelta,
     ToolCallArgs,
     ToolCalled,
@@ -91,6 +90,7 @@ def openai_server() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        process.stdout.close()
 
 
 async def connections(base_url: str) -> int:
@@ -425,7 +425,7 @@ def conversations(ctx: Context) -> Outcome:
             OpenAIChatClient(CONVERSATION, base_url=base_url) as model,
             httpx2.AsyncClient(timeout=_timeout()) as bare,
         ):
-            loop = FunctionInvokingChatClient(model, [NoopTool()])
+            loop = ctx.client_cls(model, [NoopTool()])
             content = json.dumps(model.request_body(USER), separators=(",", ":")).encode()
 
             async def client_run() -> None:
@@ -502,14 +502,23 @@ def conversations(ctx: Context) -> Outcome:
     rows[0] = _with_note(
         rows[0],
         "conversations: each run one response of 200 text chunks, all through one client (one "
-        "pool of 100 connections); floor = bare httpx2 + line split + json.loads; connections "
-        "the server accepted per batch: "
+        f"pool of 100 connections); {_samples(repeat)}; floor = bare httpx2 + line split + "
+        "json.loads; connections the server accepted per batch: "
         + "; ".join(
             f"N={n:,}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
             for n, counts in opened.items()
         ),
     )
     return Outcome(rows)
+
+
+def _samples(repeat: int) -> str:
+    """What the rows are the median of: not the table header's samples, which are the other
+    workloads'."""
+    return (
+        f"median of {repeat} sample{'s' if repeat != 1 else ''} per side, each a batch of N "
+        "runs, after a warm-up batch"
+    )
 
 
 def _with_note(row: Row, note: str) -> Row:
@@ -567,7 +576,7 @@ def agents(ctx: Context) -> Outcome:
             OpenAIChatClient(AGENT, base_url=base_url) as model,
             httpx2.AsyncClient(timeout=_timeout()) as bare,
         ):
-            loop = FunctionInvokingChatClient(model, [tool])
+            loop = ctx.client_cls(model, [tool])
 
             async def library_run(marks: list[float]) -> None:
                 calls = 0
@@ -636,7 +645,7 @@ def agents(ctx: Context) -> Outcome:
         "= a hand-written agent loop on bare httpx2 (line split, json.loads, calls gathered by "
         "index, run in a nursery); latency per round = from the end of the previous round (or "
         "the run's start) to the end of this one, as the caller sees it, over every round of "
-        "every sample"
+        f"every sample; {_samples(repeat)}"
     )
     for n in sizes:
         samples = timing[n]

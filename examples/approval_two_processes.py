@@ -1,6 +1,7 @@
 """Approval across two processes: one process runs the agent until a call needs approval and
 stores the conversation and the pending requests as JSON; another, later, loads them, asks the
-user and resumes. A stored call that was edited in between does not run.
+user, resumes and stores what came of it: answering again runs nothing. A stored call that was
+edited in between does not run.
 
     python examples/approval_two_processes.py            # the whole story, in subprocesses
     python examples/approval_two_processes.py ask --state pending.json
@@ -78,8 +79,12 @@ async def ask(args: argparse.Namespace) -> None:
 
 
 async def answer(args: argparse.Namespace) -> int:
-    """Process 2: load, answer every request, resume. Returns the exit status."""
+    """Process 2: load, answer every request, resume, and store what came of it (so the same
+    answer cannot run the calls twice). Returns the exit status."""
     state = json.loads(Path(args.state).read_text(encoding="utf-8"))
+    if not state["requests"]:
+        print("[answer] nothing to answer: the stored requests were answered already")
+        return 1
     conversation = [ChatMessage.from_dict(m) for m in state["conversation"]]
     requests = [ToolApprovalRequest.from_dict(r) for r in state["requests"]]  # digest kept
     answers = [r.approve() if args.approve else r.reject("the user said no") for r in requests]
@@ -97,6 +102,9 @@ async def answer(args: argparse.Namespace) -> int:
             return 1
     for message in response.messages:
         print(f"[answer] {message.role}: {message.content}")
+    state = {"conversation": [*state["conversation"], *(m.to_dict() for m in response.messages)]}
+    state["requests"] = [r.to_dict() for r in response.approval_requests]  # a new pause, if any
+    Path(args.state).write_text(json.dumps(state, indent=2), encoding="utf-8")
     return 0
 
 
@@ -120,6 +128,7 @@ def story(args: argparse.Namespace) -> int:
 
     assert step("ask") == 0
     assert step("answer", "--approve") == 0
+    assert step("answer", "--approve") == 1  # answered already: the transfer does not run again
     assert step("ask") == 0
     tamper(state)
     refused = step("answer", "--approve")

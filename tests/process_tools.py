@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import trio
 
-from trio_invoke import ApprovalRequiredTool, StopLoop, ToolError, tool
+from trio_invoke import ApprovalRequiredTool, ImagePart, StopLoop, TextPart, ToolError, tool
 
 DEADLINE = 60.0
 """Seconds after which a tool that should have been killed gives up by itself."""
@@ -47,6 +47,12 @@ def pid() -> int:
 def add(a: int, b: int = 1) -> int:
     """Add two integers."""
     return a + b
+
+
+@tool(isolation="process")
+def chart(label: str) -> list[Any]:
+    """A chart of ``label``: its caption and the image, as content parts."""
+    return [TextPart(label), ImagePart.from_bytes(b"\x89PNG\r\n\x1a\n", "image/png")]
 
 
 @tool(isolation="process")

@@ -6,12 +6,14 @@ import base64
 import json
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
 from trio_invoke import (
+    CallNext,
     ChatMessage,
     FunctionInvokingChatClient,
     ImagePart,
@@ -22,6 +24,7 @@ from trio_invoke import (
     TextPart,
     ToolCall,
     ToolCalled,
+    ToolContext,
     tool,
 )
 from trio_invoke._content import part_from_dict, tool_result_content
@@ -64,6 +67,13 @@ def test_image_from_bytes_and_its_data_url() -> None:
 def test_bad_images_are_refused(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         ImagePart(**kwargs)
+
+
+@pytest.mark.parametrize("text", [None, 5, b"bytes", ["a"]])
+def test_a_text_part_of_something_that_is_not_text_is_refused(text: Any) -> None:
+    # Refused where it is made, not later when the message is stored or sent (to_dict).
+    with pytest.raises(TypeError, match="TextPart text must be a str"):
+        TextPart(text)
 
 
 def test_parts_keep_their_unmodelled_keys_and_hash() -> None:
@@ -286,6 +296,32 @@ async def test_tool_called_carries_the_parts_and_a_text_summary() -> None:
     assert [(c.result, c.is_error) for c in called] == [("t: [image]", False)]
     assert called[0].parts == (TextPart("t: "), ImagePart.from_bytes(PNG, "image/png"))
     assert called[0].content == called[0].parts
+
+
+async def test_a_middleware_that_changes_an_image_results_text_is_what_the_model_reads() -> None:
+    # attrs.evolve(called, result=...) is how a middleware changes a result (the README's
+    # word); for a tool that returned an image, the tool message must say that too, not hold
+    # the parts the middleware replaced. A middleware that keeps the text keeps the parts.
+    async def redact(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        called = await call_next(context)
+        if context.call.id == "c1":
+            return attrs.evolve(called, result="[redacted]")
+        return attrs.evolve(called, is_error=False)
+
+    calls = [ToolCall("c1", "snapshot", ""), ToolCall("c2", "snapshot", "")]
+    model = ScriptedChatClient([tool_calls_response(*calls), "ok"])
+    agent = FunctionInvokingChatClient(model, [snapshot], middleware=[redact])
+    with trio.fail_after(10):
+        response = await agent.get_response([ChatMessage.user("x")])
+    tool_messages = [m for m in response.messages if m.role is MessageRole.TOOL]
+    assert [m.content for m in tool_messages] == [
+        "[redacted]",
+        (ImagePart(url="https://example.com/snap.png"),),
+    ]
+    seen = model.calls[1].messages
+    assert [m.content for m in seen if m.role is MessageRole.TOOL] == [
+        m.content for m in tool_messages
+    ]
 
 
 @given(st.binary(max_size=64), st.sampled_from(["image/png", "image/jpeg", "image/webp"]))

@@ -137,6 +137,18 @@ async def test_end_of_input_rejects(
     assert "? [y/N] (end of input: no)\n  rejected: call_5\n" in out.getvalue()
 
 
+async def test_no_standard_input_at_all_rejects(
+    monkeypatch: pytest.MonkeyPatch, note_in_tmp: Path, demo_clock: trio.testing.MockClock
+) -> None:
+    # Started with stdin closed (`<&-`), or by pythonw: Python's sys.stdin is None.
+    monkeypatch.setattr("sys.stdin", None)
+    out = io.StringIO()
+    with trio.fail_after(60):
+        await _demo.amain(_demo.parse_args([]), _demo.Printer(out), delay=0)
+    assert not note_in_tmp.exists()
+    assert "? [y/N] (end of input: no)\n  rejected: call_5\n" in out.getvalue()
+
+
 async def test_a_prompt_given_to_the_scripted_model_is_said_to_be_ignored(
     demo_clock: trio.testing.MockClock,
 ) -> None:
@@ -200,6 +212,30 @@ def test_python_dash_m_runs_the_demo(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "[finish: stop" in done.stdout
+
+
+def test_a_reader_that_goes_away_ends_the_demo_quietly(tmp_path: Path) -> None:
+    # `python -m trio_invoke | head -1`: the pipe closes while the demo still writes.
+    with subprocess.Popen(
+        [sys.executable, "-m", "trio_invoke", "--no"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        try:
+            assert process.stdout.readline().startswith("model: ")
+            process.stdout.close()
+            process.wait(timeout=60)
+            err = process.stderr.read()
+        finally:
+            process.kill()
+    assert "Traceback" not in err
+    assert "BrokenPipeError" not in err
+    assert err == ""
+    assert process.returncode == 1
 
 
 def test_main_module_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:

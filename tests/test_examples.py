@@ -33,6 +33,7 @@ EXPECTED = {
     "approval_two_processes.py": [
         "[ask] finish: awaiting_approval; stored 1 request(s)",
         "[answer] tool: sent 10 EUR to Bob",
+        "[answer] nothing to answer: the stored requests were answered already",
         '[tamper] the stored call now reads {"amount": 10000, "to": "Eve"}',
         "[answer] refused, nothing ran: approval response for tool call 'call_1' does not match",
     ],
@@ -97,6 +98,7 @@ LIVE_EXPECTED = {
         "[ask] finish: awaiting_approval; stored 1 request(s)",
         "[answer] tool: sent 1 EUR to Paris",
         "[answer] assistant: The tools said: sent 1 EUR to Paris",
+        "[answer] nothing to answer: the stored requests were answered already",
         "[answer] refused, nothing ran",
     ],
     "cancellation.py": [

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +13,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_invoke import ChatMessage, ImagePart, MessageRole, RawPart, TextPart, ToolCall, Usage
+from trio_invoke import (
+    ChatMessage,
+    ImagePart,
+    MessageRole,
+    ProviderDataDelta,
+    RawPart,
+    TextPart,
+    ToolApprovalRequest,
+    ToolCall,
+    Usage,
+)
 
 texts = st.text(max_size=20)
 calls = st.builds(ToolCall, id=texts, name=texts, arguments=texts)
@@ -450,3 +462,43 @@ def test_tool_calls_and_the_string_fields_are_checked_at_construction() -> None:
     assert ChatMessage.assistant("", iter([ToolCall("c", "f", "{}")])).tool_calls == (
         ToolCall("c", "f", "{}"),
     )
+
+
+# -- copies and pickles ---------------------------------------------------------------------
+
+
+def _every_kind_of_value() -> list[object]:
+    call = ToolCall("c1", "f", '{"a": 1}', provider_data={"extra_content": {"k": [1, None]}})
+    parts = (
+        TextPart("look", provider_data={"cache_control": {"type": "ephemeral"}}),
+        ImagePart.from_bytes(b"\x89PNG", "image/png", detail="low"),
+        ImagePart(url="https://example.com/a.png"),
+        RawPart({"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}),
+    )
+    return [
+        ChatMessage.user("hi"),
+        ChatMessage.user(parts),
+        ChatMessage.assistant("", [call], reasoning="why"),
+        ChatMessage(
+            MessageRole.ASSISTANT,
+            "x",
+            reasoning="r",
+            reasoning_field="reasoning",
+            provider_data={"reasoning_details": [{"type": "reasoning.encrypted", "data": "e"}]},
+        ),
+        ChatMessage.tool_result(call, parts, is_error=True),
+        call,
+        *parts,
+        ToolApprovalRequest(call),
+        ProviderDataDelta("reasoning_details", "k", update={"a": 1}, extend={"text": "t"}),
+    ]
+
+
+@pytest.mark.parametrize("value", _every_kind_of_value(), ids=lambda v: type(v).__name__)
+def test_values_copy_and_pickle(value: object) -> None:
+    # A conversation is deep-copied, cached with pickle, or sent to a worker process (a process
+    # tool's result may be an image): every value survives, equal, with its mappings read-only.
+    for copied in (copy.deepcopy(value), pickle.loads(pickle.dumps(value))):
+        assert copied == value
+        assert type(copied) is type(value)
+        assert repr(copied) == repr(value)

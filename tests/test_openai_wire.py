@@ -226,6 +226,16 @@ def test_wire_messages_with_no_reasoning_leave_the_message_alone() -> None:
             assert wire_messages([message], family, option) == [message.to_dict()]
 
 
+def test_provider_data_whose_key_is_not_valid_unicode_is_left_out() -> None:
+    # A history written elsewhere by json.dumps can name a key with an escaped lone surrogate;
+    # to_dict() makes the key valid, and the provider data it names is still not sent.
+    # Two such keys (built with chr(): ruff reads lone surrogates in literals as U+FFFD).
+    data = {"role": "user", "content": "hi", "x_" + chr(0xDCFF): 1, "x_" + chr(0xDCFE): 2}
+    message = ChatMessage.from_dict(data)
+    for family in FAMILIES.values():
+        assert wire_messages([message], family) == [{"role": "user", "content": "hi"}]
+
+
 async def test_the_loops_is_error_marks_are_not_sent() -> None:
     # The loop marks a tool message is_error where its text says otherwise (for Anthropic's
     # tool_result blocks); the chat-completions API has no such field and never gets it.

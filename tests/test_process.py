@@ -32,8 +32,10 @@ from trio_invoke import (
     FinishReason,
     FunctionInvokingChatClient,
     FunctionTool,
+    ImagePart,
     RunOptions,
     ScriptedChatClient,
+    TextPart,
     ToolCalled,
     ToolCallEnd,
     ToolDefinitionError,
@@ -295,6 +297,20 @@ async def test_arguments_and_results_cross() -> None:
         # Enum members are converted here and sent as members.
         assert await pt.colour_name.execute({"colour": "red", "more": ["blue"]}) == "RED+BLUE"
         assert await pt.wrapped_square.execute({"x": 3}) == ("wrapped", 9)
+
+
+async def test_a_tool_that_returns_an_image_from_its_worker() -> None:
+    model = ScriptedChatClient(calls(("chart", {"label": "sales"})))
+    client = FunctionInvokingChatClient(model, [pt.chart])
+    with trio.fail_after(60):
+        updates, messages = await run_all(client)
+    (called,) = [u for u in updates if isinstance(u, ToolCalled)]
+    assert not called.is_error, called.result
+    assert called.result == "sales[image]"
+    assert messages[1].content == (
+        TextPart("sales"),
+        ImagePart.from_bytes(b"\x89PNG\r\n\x1a\n", "image/png"),
+    )
 
 
 async def test_callables_sent_by_value_or_through_a_class() -> None:

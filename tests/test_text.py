@@ -17,8 +17,11 @@ from trio_invoke import (
     ChatMessage,
     FinishReason,
     FunctionInvokingChatClient,
+    ImagePart,
+    RawPart,
     RunOptions,
     ScriptedChatClient,
+    TextPart,
     ToolApprovalRequest,
     ToolCall,
     ToolCalled,
@@ -164,6 +167,29 @@ def test_to_dict_always_encodes_as_utf8(content: str, call_id: str, name: str, a
 def test_to_dict_round_trip_stays_exact_for_valid_text(content: str, args: str) -> None:
     message = ChatMessage.assistant(content, [ToolCall("c1", "t", args)])
     assert ChatMessage.from_dict(message.to_dict()) == message
+
+
+@given(any_text, any_text, any_text, any_text)
+@example("\udcff", "lo\udcffw", "\ud800", "\ud83d")
+def test_content_parts_to_dict_always_encode_as_utf8(
+    text: str, url: str, detail: str, raw: str
+) -> None:
+    # A tool may return an image by URL built from a file name (os.fsdecode gives lone
+    # surrogates for names that are not UTF-8): the stored message must still encode.
+    parts = [
+        TextPart(text, provider_data={"k": raw}),
+        ImagePart(url=f"https://example.com/{url}", detail=detail),
+        ImagePart(data="AAAA", media_type="image/png", detail=detail),
+        RawPart({"type": "input_audio", raw: [raw]}),
+    ]
+    for message in (
+        ChatMessage.user(parts),
+        ChatMessage.tool_result(ToolCall("c", "t", ""), parts),
+    ):
+        data = message.to_dict()
+        raw_json = json.dumps(data, ensure_ascii=False).encode("utf-8")  # never UnicodeEncodeError
+        restored = ChatMessage.from_dict(json.loads(raw_json))
+        assert restored.to_dict() == data  # what is stored is stable from then on
 
 
 def test_to_dict_replaces_lone_surrogates_and_joins_pairs() -> None:

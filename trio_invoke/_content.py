@@ -23,7 +23,7 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
@@ -40,6 +40,7 @@ __all__ = [
     "json_object",
     "part_from_dict",
     "parts_text",
+    "reduce_value",
     "show",
     "to_parts",
     "tool_result_content",
@@ -55,6 +56,23 @@ _MEDIA_TYPE: Final = re.compile(r"[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+")
 def show(value: Mapping[str, Any]) -> str:
     """A mapping field in a repr: as a plain dict."""
     return repr(dict(value))
+
+
+def reduce_value(value: Any) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``__reduce__`` for a frozen value that holds read-only mappings: ``MappingProxyType``
+    neither pickles nor deep-copies, so the value is rebuilt through its constructor, from its
+    fields with those mappings as plain dicts (the constructor makes them read-only again)."""
+    fields = {
+        field.alias: dict(item) if isinstance(item, MappingProxyType) else item
+        for field in attrs.fields(type(value))
+        if field.init
+        for item in (getattr(value, field.name),)
+    }
+    return _rebuild, (type(value), fields)
+
+
+def _rebuild(cls: type[Any], fields: dict[str, Any]) -> Any:
+    return cls(**fields)
 
 
 def json_copy(value: Any, where: str) -> Any:
@@ -136,17 +154,29 @@ def _is_base64(text: str) -> bool:
     return True
 
 
+def _check_text(_: object, __: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"TextPart text must be a str, got {_preview(value)}")
+
+
 @attrs.frozen
 class TextPart:
-    """A piece of text in a message of several parts."""
+    """A piece of text in a message of several parts.
 
-    text: str
+    Raises:
+        TypeError: ``text`` is not a ``str``.
+    """
+
+    text: str = attrs.field(validator=_check_text)
     """The text."""
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_text_extra, hash=False, repr=show
     )
     """The part's keys beyond ``type`` and ``text`` (``cache_control``, ...), kept unchanged
     (a key whose value is ``None`` is left out, as on the wire ``null`` reads as absent)."""
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
 
     def to_dict(self) -> dict[str, Any]:
         """This part in the OpenAI format."""
@@ -207,6 +237,9 @@ class ImagePart:
         elif self.media_type is not None:
             raise ValueError("an ImagePart with a url takes no media_type (the server knows it)")
 
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
+
     @classmethod
     def from_bytes(cls, data: bytes, media_type: str, *, detail: str | None = None) -> ImagePart:
         """An image from its bytes (``ImagePart.from_bytes(png, "image/png")``)."""
@@ -222,10 +255,11 @@ class ImagePart:
         return f"data:{self.media_type};base64,{self.data}"
 
     def to_dict(self) -> dict[str, Any]:
-        """This part in the OpenAI format (inline data as a ``data:`` URL)."""
-        image: dict[str, Any] = {"url": self.data_url}
+        """This part in the OpenAI format (inline data as a ``data:`` URL; text made valid
+        Unicode, as ``ChatMessage.to_dict`` says)."""
+        image: dict[str, Any] = {"url": wire_text(self.data_url)}
         if self.detail is not None:
-            image["detail"] = self.detail
+            image["detail"] = wire_text(self.detail)
         return {"type": "image_url", "image_url": image, **wire_json(self.provider_data)}
 
 
@@ -264,6 +298,9 @@ class RawPart:
     data: Mapping[str, Any] = attrs.field(converter=_raw, hash=False, repr=show)
     """The part, in the OpenAI format: a JSON object with a ``type`` (a key whose value is
     ``None`` is left out)."""
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The part as it came (its text made valid Unicode, as ``ChatMessage.to_dict`` says)."""

@@ -372,7 +372,10 @@ async def ask_at_terminal(request: ToolApprovalRequest, printer: Printer) -> Too
     """
     stdin = sys.stdin
     printer.write(f"  Allow {request.call.name}({request.call.arguments})? [y/N] ")
-    line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
+    if stdin is None:  # no standard input at all (closed, or a GUI's pythonw): end of input
+        line = ""
+    else:
+        line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
     if not line:
         printer.write("(end of input: no)\n")
     elif not stdin.isatty():
@@ -584,12 +587,28 @@ def _interrupted(exc: BaseException) -> bool:
     return isinstance(exc, BaseExceptionGroup) and exc.subgroup(KeyboardInterrupt) is not None
 
 
+def _broken_pipe(exc: BaseException) -> bool:
+    if isinstance(exc, BrokenPipeError):
+        return True
+    return isinstance(exc, BaseExceptionGroup) and exc.split(BrokenPipeError)[1] is None
+
+
+def _discard_output(out: Any) -> None:
+    """Point the file descriptor under ``out`` at the null device, so that the interpreter's
+    last flush of what is still buffered does not fail again at exit."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, out.fileno())
+        os.close(null)
+
+
 def main(argv: Sequence[str] | None = None, printer: Printer | None = None) -> int:
     """Entry point of ``python -m trio_invoke``.
 
     Returns 0 on success; 1 if the model server failed, an ``--mcp`` server could not be
     started (or its tools' names clash), or the live model's extra is missing (one line on
-    stderr); 130 on Ctrl-C (one line on stderr).
+    stderr); 1, silently, if the output's reader went away (``| head``); 130 on Ctrl-C (one
+    line on stderr).
     """
     args = parse_args(argv)
     printer = printer or Printer()
@@ -611,6 +630,9 @@ def main(argv: Sequence[str] | None = None, printer: Printer | None = None) -> i
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except BaseException as exc:
+        if _broken_pipe(exc):  # the reader went away (`| head`): stop writing, quietly
+            _discard_output(printer.out)
+            return 1
         if not _interrupted(exc):
             raise
         if not printer.at_line_start:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -50,6 +50,7 @@ from ._content import (
     json_object,
     part_from_dict,
     parts_text,
+    reduce_value,
     show,
     to_parts,
 )
@@ -159,6 +160,9 @@ class ToolCall:
     )
     """Keys of the call object beyond ``id``, ``type`` and ``function`` (Gemini's
     ``extra_content``, ...), kept unchanged; see the module docstring."""
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
 
     def to_dict(self) -> dict[str, Any]:
         """This call in the OpenAI format (``{"id", "type": "function", "function": {...}}``).
@@ -324,6 +328,9 @@ class ChatMessage:
                 f"ChatMessage provider_data may not set {', '.join(map(repr, clash))}: the "
                 "message models it itself"
             )
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
 
     @property
     def text(self) -> str:

@@ -16,13 +16,13 @@ Match on them::
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
 import attrs
 
 from ._approval import call_digest
-from ._content import EMPTY, ContentPart, json_object, to_parts
+from ._content import EMPTY, ContentPart, json_object, reduce_value, to_parts
 from ._messages import REASONING_FIELDS, FinishReason, ToolCall, Usage
 from ._options import ToolApprovalResponse
 
@@ -108,6 +108,9 @@ class ProviderDataDelta:
         default=EMPTY, kw_only=True, converter=_extend_values, hash=False
     )
     """Text appended to the item's strings of these names (streamed text, a signature)."""
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
 
 
 def _call_values(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -254,7 +257,8 @@ class ToolCalled:
     parts: tuple[ContentPart, ...] = attrs.field(default=(), kw_only=True, converter=to_parts)
     """The result as content parts, when the tool returned an image (or parts): the tool
     message holds these, and :attr:`result` is their text with ``[image]`` for each image.
-    Empty for a text result."""
+    Empty for a text result, and when a middleware changed :attr:`result` to other text (the
+    tool message is then that text)."""
 
     @property
     def content(self) -> str | tuple[ContentPart, ...]:

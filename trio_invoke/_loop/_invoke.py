@@ -221,7 +221,10 @@ async def _around(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )
     if note or limits.middleware:
-        parts = (TextPart(note), *called.parts) if note and called.parts else called.parts
+        parts = called.parts
+        if parts and limits.middleware and called.result != tool_result_content(parts)[0]:
+            parts = ()  # a middleware changed the result's text: that text is the answer
+        parts = (TextPart(note), *parts) if note and parts else parts
         called = attrs.evolve(
             called,
             result=note + called.result,

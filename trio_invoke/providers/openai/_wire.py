@@ -28,6 +28,7 @@ import attrs
 
 from ..._content import ContentPart, ImagePart, TextPart
 from ..._messages import ChatMessage, MessageRole
+from ..._text import wire_text
 
 __all__ = ["FAMILIES", "ProviderFamily", "provider_family", "wire_messages"]
 
@@ -126,7 +127,7 @@ def wire_messages(
             images = []
         data = message.to_dict()
         for key in message.provider_data:
-            del data[key]
+            data.pop(wire_text(key), None)  # the key as to_dict() wrote it (once)
         if message.reasoning is not None:
             del data[message.reasoning_field]
         if message.role is MessageRole.ASSISTANT and echo:

@@ -1,0 +1,89 @@
+"""The benchmark suite (``python -m benchmarks``) measures what it says it measures: light runs
+of its workloads, shrunk so that they take seconds, not the suite's minutes."""
+
+from __future__ import annotations
+
+import gc
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trio_invoke import FunctionInvokingChatClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's benchmarks/
+
+from benchmarks import _http
+from benchmarks.__main__ import load_client
+from benchmarks._harness import Settings
+from benchmarks._workloads import Context
+
+pytest.importorskip("httpx2")
+
+
+def test_the_http_workloads_server_leaves_nothing_open() -> None:
+    with _http.openai_server() as base_url:
+        assert base_url.startswith("http://127.0.0.1:")
+    gc.collect()  # an unclosed pipe to the server would warn here (warnings are errors)
+
+
+class Recording(FunctionInvokingChatClient):
+    """The loop, counting the runs it was asked for: what ``--client`` would give."""
+
+    runs = 0
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        type(self).runs += 1
+        return super().run(*args, **kwargs)
+
+
+@pytest.mark.parametrize("workload", ["conversations", "agents"])
+def test_the_http_workloads_measure_the_client_given_with_dash_dash_client(
+    workload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_http, "_sizes", lambda ctx: [2, 3])
+    monkeypatch.setattr(Recording, "runs", 0)
+    ctx = Context(Settings(repeat=1, min_sample=0.001, quick=True), Recording)
+    outcome = getattr(_http, workload)(ctx)
+    assert outcome.rows
+    # Every batch of the loop's side (the warm-up and the sample, N = 2 and 3) went through
+    # the class the table's header names, not the stock FunctionInvokingChatClient.
+    assert Recording.runs >= 2 * (2 + 3)
+
+
+@pytest.mark.parametrize("workload", ["conversations", "agents"])
+def test_the_http_workloads_say_how_many_samples_their_rows_are_the_median_of(
+    workload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The table's header gives the other workloads' samples per side (--repeat, 3 with
+    # --quick); these take 1 sample with --quick and 3 otherwise, which their note must say.
+    monkeypatch.setattr(_http, "_sizes", lambda ctx: [2, 3])
+    ctx = Context(Settings(repeat=3, min_sample=0.001, quick=True))
+    first = next(row for row in getattr(_http, workload)(ctx).rows if row.note)
+    assert first.note is not None
+    assert "median of 1 sample per side, each a batch of N runs" in first.note
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("trio_invoke:NoSuchLoop", "trio_invoke has no 'NoSuchLoop'"),
+        ("no_such_module_here:Loop", "cannot load no_such_module_here: No module named"),
+        ("/no/such/dir/loop.py:Loop", "cannot load /no/such/dir/loop.py: [Errno 2]"),
+        ("FunctionInvokingChatClient", "--client takes MODULE:NAME"),
+    ],
+)
+def test_a_client_that_cannot_be_loaded_is_one_line(spec: str, says: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        load_client(spec)
+    assert says in str(info.value.code)
+
+
+def test_dash_dash_client_loads_a_module_or_a_file(tmp_path: Path) -> None:
+    assert load_client("trio_invoke:FunctionInvokingChatClient") is FunctionInvokingChatClient
+    (tmp_path / "my_loop.py").write_text(
+        "from trio_invoke import FunctionInvokingChatClient\n"
+        "class Mine(FunctionInvokingChatClient): pass\n"
+    )
+    assert load_client(f"{tmp_path / 'my_loop.py'}:Mine").__name__ == "Mine"
