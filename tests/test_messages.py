@@ -22,6 +22,7 @@ from trio_invoke import (
     TextPart,
     ToolApprovalRequest,
     ToolCall,
+    ToolCallStart,
     Usage,
 )
 
@@ -491,6 +492,7 @@ def _every_kind_of_value() -> list[object]:
         *parts,
         ToolApprovalRequest(call),
         ProviderDataDelta("reasoning_details", "k", update={"a": 1}, extend={"text": "t"}),
+        ToolCallStart("c1", "f", provider_data={"extra_content": {"k": [1, None]}}),
     ]
 
 

@@ -140,6 +140,9 @@ class ToolCallStart:
         extra = f", provider_data={dict(self.provider_data)!r}" if self.provider_data else ""
         return f"ToolCallStart(id={self.id!r}, name={self.name!r}{extra})"
 
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
+
 
 @attrs.frozen
 class ToolCallArgs:
