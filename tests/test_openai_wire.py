@@ -301,3 +301,27 @@ def test_recorded_second_requests_are_what_we_send(name: str, base_url: str) -> 
         return {k: v for k, v in m.items() if not (k == "content" and v in ("", None))}
 
     assert [normal(m) for m in ours] == [normal(m) for m in accepted["messages"]]
+
+
+def test_an_anthropic_reasoning_detail_cut_short_before_its_signature_is_not_sent() -> None:
+    # OpenRouter streams an Anthropic model's thinking as reasoning.text pieces and its
+    # signature last; a run cancelled in between keeps an unsigned item, which OpenRouter
+    # passes on and Anthropic refuses (400: Invalid signature in thinking block) in every
+    # later request of the conversation. Signed items, and other models' unsigned ones, go.
+    unsigned = {"type": "reasoning.text", "text": "The user", "format": "anthropic-claude-v1"}
+    signed = {**unsigned, "text": "Done.", "signature": "EqQB==", "index": 1}
+    glm = {"type": "reasoning.text", "text": "GLM thinks", "format": "unknown", "index": 0}
+    cut = ChatMessage(
+        MessageRole.ASSISTANT,
+        "",
+        reasoning="The user",
+        reasoning_field="reasoning",
+        provider_data={"reasoning_details": [unsigned]},
+    )
+    whole = attrs.evolve(cut, provider_data={"reasoning_details": [signed, glm]})
+    family = FAMILIES["openrouter"]
+    [sent_cut, sent_whole] = wire_messages([cut, whole], family)
+    assert "reasoning_details" not in sent_cut
+    assert sent_cut["reasoning"] == "The user"
+    assert sent_whole["reasoning_details"] == [signed, glm]
+    assert cut.to_dict()["reasoning_details"] == [unsigned]  # the transcript keeps it

@@ -11,6 +11,8 @@ which :func:`provider_family` tells from the base URL:
 * DeepSeek's thinking mode refuses an assistant message with tool calls that lacks
   ``reasoning_content`` (HTTP 400), also for a message that came from another provider with no
   reasoning: there the field goes as ``""``.
+* An Anthropic model's ``reasoning_details`` item that lacks its signature (the response was
+  cut short before it came) is not sent: Anthropic refuses every request that holds one.
 * Other provider data stays in the transcript and is not sent.
 * A tool message holds text only in the chat-completions API: an image a tool returned goes in a
   user message right after the batch's tool messages, and the tool message says so.
@@ -152,7 +154,24 @@ def _add_reasoning(data: dict[str, Any], message: ChatMessage, family: ProviderF
         data[field] = ""
     details = message.provider_data.get("reasoning_details")
     if details is not None and family.reasoning_details:
-        data["reasoning_details"] = message.to_dict()["reasoning_details"]
+        sent = message.to_dict()["reasoning_details"]
+        if isinstance(sent, list) and any(_unsigned_claude(detail) for detail in sent):
+            sent = [detail for detail in sent if not _unsigned_claude(detail)]
+            if not sent:
+                return
+        data["reasoning_details"] = sent
+
+
+def _unsigned_claude(detail: object) -> bool:
+    """An Anthropic model's ``reasoning.text`` item without its signature, which comes last: a
+    response cut short (a cancelled run). Anthropic, behind OpenRouter, refuses every request
+    that holds one (HTTP 400), so it is not sent; the transcript keeps it."""
+    return (
+        isinstance(detail, dict)
+        and detail.get("type") == "reasoning.text"
+        and str(detail.get("format", "")).startswith("anthropic-")
+        and not detail.get("signature")
+    )
 
 
 def _tool_content(parts: tuple[ContentPart, ...]) -> tuple[Any, list[ImagePart]]:
