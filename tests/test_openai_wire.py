@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 import pytest
-from recorded import recorded_json
+from recorded import recorded, recorded_json
 
 from trio_invoke import (
     CallNext,
@@ -23,6 +23,9 @@ from trio_invoke import (
     ToolContext,
     tool,
 )
+from trio_invoke._accumulate import ToolCallAccumulator
+from trio_invoke.providers._sse import SSEParser
+from trio_invoke.providers.openai._decode import ChunkDecoder
 from trio_invoke.providers.openai._wire import FAMILIES, provider_family, wire_messages
 from trio_invoke.testing import run_to_completion, tool_calls_response
 
@@ -325,3 +328,18 @@ def test_an_anthropic_reasoning_detail_cut_short_before_its_signature_is_not_sen
     assert sent_cut["reasoning"] == "The user"
     assert sent_whole["reasoning_details"] == [signed, glm]
     assert cut.to_dict()["reasoning_details"] == [unsigned]  # the transcript keeps it
+
+
+def test_the_recorded_openrouter_stream_cut_anywhere_sends_back_no_unsigned_claude_item() -> None:
+    raw = recorded("openrouter/claude-sonnet-4-reasoning_details-tool-call.sse")
+    for cut in range(0, len(raw) + 1, 7):
+        parser, decoder, accumulator = SSEParser(), ChunkDecoder(), ToolCallAccumulator()
+        for one in parser.feed(raw[:cut]):
+            for update in decoder.event(one):
+                accumulator.add(update)
+        message = accumulator.message(accumulator.completed())
+        if message is None:
+            continue
+        [sent] = wire_messages([message], FAMILIES["openrouter"])
+        details = sent.get("reasoning_details", [])
+        assert all(d.get("signature") for d in details), cut
