@@ -19,6 +19,7 @@ from trio_invoke import (
     MessageRole,
     ProviderDataDelta,
     RawPart,
+    RunOptions,
     TextPart,
     ToolApprovalRequest,
     ToolCall,
@@ -493,6 +494,9 @@ def _every_kind_of_value() -> list[object]:
         ToolApprovalRequest(call),
         ProviderDataDelta("reasoning_details", "k", update={"a": 1}, extend={"text": "t"}),
         ToolCallStart("c1", "f", provider_data={"extra_content": {"k": [1, None]}}),
+        # A ScriptedChatClient's calls hold one: ``copy.deepcopy(model.calls)``.
+        RunOptions(),
+        RunOptions(model_options={"temperature": 0.2}, tool_choice="required", approval="batch"),
     ]
 
 
