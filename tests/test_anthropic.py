@@ -576,6 +576,22 @@ async def test_pauses_merge_into_one_trailing_assistant_message(server: SSEServe
     assert ids == ["srvtoolu_a", "srvtoolu_b"]
 
 
+async def test_a_paused_response_goes_back_without_its_empty_text_blocks(server: SSEServer) -> None:
+    # The API refuses an empty text block: a continuation must not send one back.
+    search = event("content_block_start", index=1, content_block=SEARCH) + event(
+        "content_block_stop", index=1
+    )
+    only_empty = message_start(10) + text_block(0) + message_end("pause_turn", 1)
+    with_search = message_start(10) + text_block(0) + search + message_end("pause_turn", 1)
+    done = message_start(5) + text_block(0, "Done.") + message_end("end_turn", 2)
+    server.add(Reply([only_empty]), Reply([with_search]), Reply([done]))
+    updates = await stream_updates(client_for(server), [ChatMessage.user("Search trio")])
+    assert updates == [TextDelta("Done."), Finish(FinishReason.STOP, Usage(75, 4))]
+    second, third = (r.json["messages"] for r in server.requests[1:])
+    assert second == [{"role": "user", "content": [{"type": "text", "text": "Search trio"}]}]
+    assert third[1] == {"role": "assistant", "content": [SEARCH]}
+
+
 @pytest.mark.parametrize("limit", [0, 1, 3])
 async def test_max_continuations_leaves_the_turn_unfinished(server: SSEServer, limit: int) -> None:
     server.add(*[Reply([paused(query=f"q{n}")]) for n in range(limit + 1)])

@@ -963,6 +963,38 @@ async def test_leaving_the_block_early_cancels_tools_before_it_exits(
     assert stream.messages[1].content == "Error: cancelled"
 
 
+async def test_a_stream_left_early_hands_out_nothing_after_its_block() -> None:
+    # What the run's channels still held when the block was left went with the run: iterating
+    # after the block never shows updates that .messages contradicts (calls with no ToolCalled).
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(
+                ToolCall("c1", "add", '{"a": 1, "b": 2}'), ToolCall("c2", "add", "{}")
+            )
+        ]
+    )
+    with trio.fail_after(10):
+        async with FunctionInvokingChatClient(model, [add]).run(USER) as stream:
+            async for update in stream:
+                if isinstance(update, ToolCallEnd):
+                    break
+        for _ in range(2):
+            with pytest.raises(trio.ClosedResourceError, match="async with was left"):
+                await stream.__anext__()
+    assert_transcript_valid([*USER, *stream.messages])
+    assert [m.role for m in stream.messages] == [MessageRole.ASSISTANT, *[MessageRole.TOOL] * 2]
+
+
+async def test_an_exhausted_stream_stays_exhausted_after_its_block() -> None:
+    model = ScriptedChatClient(["hello"])
+    with trio.fail_after(10):
+        async with FunctionInvokingChatClient(model, [add]).run(USER) as stream:
+            assert [u async for u in stream][-1] == Finish(FinishReason.STOP)
+            assert [u async for u in stream] == []
+        assert [u async for u in stream] == []
+    assert stream.messages == [ChatMessage.assistant("hello")]
+
+
 async def test_an_outer_cancellation_leaves_as_a_bare_cancelled(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

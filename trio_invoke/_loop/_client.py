@@ -331,6 +331,7 @@ class FunctionInvokingChatClient:
         except BaseExceptionGroup as group:
             reraise_single(group)
         finally:
+            stream._leave()
             interrupt = run.take_interrupt()
             if interrupt is not None:  # the stream has not raised it: never lost
                 raise interrupt

@@ -57,6 +57,8 @@ class InvocationStream:
     _ended: bool = attrs.field(default=False, init=False)
     """The run's channel is exhausted: the run's driver is done (it holds the channel's only
     send end to its last line), and with it every task of the run."""
+    _left: bool = attrs.field(default=False, init=False)
+    """The run's ``async with`` was left before the stream was exhausted."""
 
     def __aiter__(self) -> InvocationStream:
         return self
@@ -67,6 +69,8 @@ class InvocationStream:
         Raises:
             StopAsyncIteration: the run is over.
             TrioInvokeError: the run failed (the inner chat client's failure, once).
+            trio.ClosedResourceError: the run's ``async with`` was left before the stream was
+                exhausted (the updates it still held went with the run).
 
         Cancellation: nothing is lost: an update is taken from the run only when it is returned,
         and the run goes on until the ``async with`` ends or its cancel scope is cancelled.
@@ -84,6 +88,12 @@ class InvocationStream:
         return await self._next()
 
     async def _next(self) -> AgentResponseUpdate:
+        if self._ended:
+            raise StopAsyncIteration
+        if self._left:
+            raise trio.ClosedResourceError(
+                "this run's stream was closed: its async with was left before the end"
+            )
         while True:
             source = self._round if self._round is not None else self._receive
             waits = False
@@ -106,6 +116,12 @@ class InvocationStream:
                 self._round = item
             else:
                 return item
+
+    def _leave(self) -> None:
+        """The run's ``async with`` is over: what the stream still holds is not handed out."""
+        if not self._ended:
+            self._left = True
+            self._round = None
 
     def _end(self) -> NoReturn:
         self._ended = True

@@ -414,11 +414,12 @@ class _Turn:
         await self.aclose()
         self._before = self._before + paused.usage
         messages = list(self._body["messages"])
+        blocks = paused.blocks
         if messages and messages[-1]["role"] == "assistant":
             last = messages[-1]
-            messages[-1] = {**last, "content": [*last["content"], *paused.blocks]}
-        else:
-            messages.append({"role": "assistant", "content": paused.blocks})
+            messages[-1] = {**last, "content": [*last["content"], *blocks]}
+        elif blocks:  # (a message with no content is refused)
+            messages.append({"role": "assistant", "content": blocks})
         self._body = {**self._body, "messages": messages}
         self._continuations += 1
         self._decoder = self._new_decoder()

@@ -163,9 +163,12 @@ class AnthropicDecoder:
     @property
     def blocks(self) -> list[dict[str, Any]]:
         """The response's content blocks, as the API would return them whole (the content of
-        the assistant message a ``pause_turn`` continuation sends back)."""
+        the assistant message a ``pause_turn`` continuation sends back). A text block with no
+        text is left out: the API refuses empty text blocks."""
         out: list[dict[str, Any]] = []
         for block in self._order:
+            if block.kind == "text" and not block.raw.get("text"):
+                continue
             raw = dict(block.raw)
             if block.json:
                 with contextlib.suppress(ValueError, RecursionError):  # cut short: as it started
