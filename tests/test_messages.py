@@ -9,6 +9,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,6 +20,7 @@ from trio_invoke import (
     MessageRole,
     ProviderDataDelta,
     RawPart,
+    RunOptions,
     TextPart,
     ToolApprovalRequest,
     ToolCall,
@@ -453,13 +455,43 @@ def test_tool_calls_and_the_string_fields_are_checked_at_construction() -> None:
         ChatMessage.assistant("", "ab")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="tool_calls must be an iterable of ToolCall"):
         ChatMessage.assistant("", ToolCall("c", "f", "{}"))  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="'tool_call_id' must be <class 'str'>"):
+    with pytest.raises(TypeError, match="tool_call_id must be a str or None, got 5"):
         ChatMessage(MessageRole.TOOL, "r", tool_call_id=5)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="'name' must be <class 'str'>"):
+    with pytest.raises(TypeError, match="name must be a str or None, got b'f'"):
         ChatMessage(MessageRole.TOOL, "r", name=b"f")  # type: ignore[arg-type]
     for fields in [(1, "f", "{}"), ("c", None, "{}"), ("c", "f", {"a": 1})]:
-        with pytest.raises(TypeError, match="must be <class 'str'>"):
+        with pytest.raises(TypeError, match="must be a str"):
             ToolCall(*fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ToolCall(1, "f", "{}"), "ToolCall id must be a str, got 1"),
+        (lambda: ToolCall("c", None, "{}"), "ToolCall name must be a str, got None"),
+        (lambda: ToolCall("c", "f", {"a": 1}), "ToolCall arguments must be a str, got {'a': 1}"),
+        (
+            lambda: attrs.evolve(ToolCall("c", "f", "{}"), id=2),
+            "ToolCall id must be a str, got 2",
+        ),
+        (
+            lambda: ChatMessage(MessageRole.TOOL, "r", tool_call_id=5),
+            "ChatMessage tool_call_id must be a str or None, got 5",
+        ),
+        (
+            lambda: ChatMessage(MessageRole.TOOL, "r", name=b"f"),
+            "ChatMessage name must be a str or None, got b'f'",
+        ),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_named_as_the_other_checks_name_theirs(
+    build: Any, message: str
+) -> None:
+    # As "ChatMessage reasoning must be a str, got 5" and "TextPart text must be a str, ...":
+    # one line naming the class and the field, not attrs' tuple with its Attribute repr.
+    with pytest.raises(TypeError) as caught:
+        build()
+    assert str(caught.value) == message
     assert ChatMessage.assistant("", iter([ToolCall("c", "f", "{}")])).tool_calls == (
         ToolCall("c", "f", "{}"),
     )
@@ -493,6 +525,9 @@ def _every_kind_of_value() -> list[object]:
         ToolApprovalRequest(call),
         ProviderDataDelta("reasoning_details", "k", update={"a": 1}, extend={"text": "t"}),
         ToolCallStart("c1", "f", provider_data={"extra_content": {"k": [1, None]}}),
+        # A ScriptedChatClient's calls hold one: ``copy.deepcopy(model.calls)``.
+        RunOptions(),
+        RunOptions(model_options={"temperature": 0.2}, tool_choice="required", approval="batch"),
     ]
 
 

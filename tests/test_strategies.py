@@ -128,6 +128,21 @@ def test_tool_call_streams_accumulate_to_the_calls_empty_arguments_as_an_object(
     assert sorted(accumulator.finish(), key=lambda call: call.id) == expected
 
 
+SIGNED = ToolCall(
+    "s", "f", "{}", provider_data={"extra_content": {"google": {"thought_signature": "sig"}}}
+)
+
+
+@given(tool_call_streams([SIGNED, *CALLS]))
+def test_tool_call_streams_keep_a_calls_provider_data(stream: list[AgentResponseUpdate]) -> None:
+    # Gemini's thought signature rides on ToolCallStart.provider_data: accumulating the stream
+    # gives back the call with it, as the docstring promises of ``calls``.
+    accumulator = ToolCallAccumulator()
+    for update in stream:
+        accumulator.add(update)
+    assert [call for call in accumulator.finish() if call.id == "s"] == [SIGNED]
+
+
 def interleaved(stream: Sequence[AgentResponseUpdate]) -> bool:
     """Some call's updates are not all next to each other: another call's come between."""
     return any(

@@ -114,6 +114,13 @@ def test_tool_calls_response() -> None:
     assert tool_calls_response() == [Finish(FinishReason.TOOL_CALLS)]
 
 
+def test_tool_calls_response_keeps_a_calls_provider_data() -> None:
+    # A scripted Gemini call with its thought signature: the loop's transcript must carry it.
+    signed = ToolCall("a", "f", "{}", provider_data={"extra_content": {"google": {"s": "x"}}})
+    start = tool_calls_response(signed)[0]
+    assert start == ToolCallStart("a", "f", provider_data=signed.provider_data)
+
+
 C = ToolCall("c", "h", "{}")
 PAUSED = [ChatMessage.user("u"), ChatMessage.assistant("", [A, B, C])]
 

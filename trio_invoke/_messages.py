@@ -75,8 +75,26 @@ _LOOP_ERROR: Final = re.compile(r"(?:\[arguments replaced by the user: .*?\] )?E
 definition of it: a tool message without ``provider_data["is_error"]`` is an error result when
 its text reads so (the Anthropic wire), and the loop marks a result only where that reading
 would be wrong (:func:`_loop_tool_result`)."""
-_STR: Final = attrs.validators.instance_of(str)
-_OPTIONAL_STR: Final = attrs.validators.optional(_STR)
+
+
+def _str_field(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A validator: the field is a ``str`` (the message names the class and the field, as
+    the other checks of the values do; attrs' own would show its ``Attribute``)."""
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{type(instance).__name__} {attribute.name} must be a str, got {_preview(value)}"
+        )
+
+
+def _optional_str_field(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A validator: the field is a ``str`` or ``None``."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(
+            f"{type(instance).__name__} {attribute.name} must be a str or None, got "
+            f"{_preview(value)}"
+        )
+
+
 _ERROR_MARK: Final = MappingProxyType({"is_error": True})
 _SUCCESS_MARK: Final = MappingProxyType({"is_error": False})
 
@@ -149,11 +167,11 @@ class ToolCall:
         TypeError: ``id``, ``name`` or ``arguments`` is not a ``str``.
     """
 
-    id: str = attrs.field(validator=_STR)
+    id: str = attrs.field(validator=_str_field)
     """The call id the model (or provider) gave; tool messages answer it by this id."""
-    name: str = attrs.field(validator=_STR)
+    name: str = attrs.field(validator=_str_field)
     """The tool's name."""
-    arguments: str = attrs.field(validator=_STR)
+    arguments: str = attrs.field(validator=_str_field)
     """The raw JSON text of the arguments, exactly as the model sent it (possibly invalid)."""
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_call_extra, hash=False, repr=show
@@ -290,9 +308,9 @@ class ChatMessage:
     message holds more than text (images); :attr:`text` is the text either way."""
     tool_calls: tuple[ToolCall, ...] | None = attrs.field(default=None, converter=_to_tool_calls)
     """On an assistant message: the tools it calls, in call order. ``None`` when it calls none."""
-    name: str | None = attrs.field(default=None, validator=_OPTIONAL_STR)
+    name: str | None = attrs.field(default=None, validator=_optional_str_field)
     """On a ``TOOL`` message: the tool's name (optional on the wire)."""
-    tool_call_id: str | None = attrs.field(default=None, validator=_OPTIONAL_STR)
+    tool_call_id: str | None = attrs.field(default=None, validator=_optional_str_field)
     """On a ``TOOL`` message: the id of the call it answers."""
     reasoning: str | None = attrs.field(default=None, kw_only=True)
     """On an assistant message: the reasoning the model streamed before (or between) its text

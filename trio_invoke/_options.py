@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -10,6 +10,7 @@ import attrs
 import trio
 
 from ._checks import check_count, check_seconds
+from ._content import reduce_value
 from ._exceptions import ConfigurationError
 from ._tools import Tool, ToolDefinition
 
@@ -231,3 +232,8 @@ class RunOptions:
     def evolve(self, **changes: Any) -> RunOptions:
         """A copy with ``changes`` applied (``attrs.evolve``)."""
         return attrs.evolve(self, **changes)
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        # ``model_options`` is read-only (a ``MappingProxyType``, which neither pickles nor
+        # deep-copies): rebuilt through the constructor, as the messages are.
+        return reduce_value(self)

@@ -45,7 +45,8 @@ def tool_call_updates(
 
 def tool_calls_response(*calls: ToolCall, usage: Usage | None = None) -> list[AgentResponseUpdate]:
     """A whole model response that calls ``calls``: each one's :func:`tool_call_updates`, in
-    order, then ``Finish(FinishReason.TOOL_CALLS, usage)``.
+    order (a call's ``provider_data`` in its ``ToolCallStart``), then
+    ``Finish(FinishReason.TOOL_CALLS, usage)``.
 
     For a :class:`ScriptedChatClient` script or a :class:`FunctionChatClient` function::
 
@@ -53,6 +54,8 @@ def tool_calls_response(*calls: ToolCall, usage: Usage | None = None) -> list[Ag
     """
     updates: list[AgentResponseUpdate] = []
     for call in calls:
-        updates += tool_call_updates(call.id, call.name, call.arguments)
+        _, *rest = tool_call_updates(call.id, call.name, call.arguments)
+        # The call's provider data (Gemini's thought signature) goes with its start.
+        updates += [ToolCallStart(call.id, call.name, provider_data=call.provider_data), *rest]
     updates.append(Finish(FinishReason.TOOL_CALLS, usage))
     return updates

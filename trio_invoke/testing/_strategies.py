@@ -184,7 +184,7 @@ def _interleave(
 def _tool_call_stream(draw: st.DrawFn, calls: Sequence[ToolCall]) -> list[AgentResponseUpdate]:
     sequences: list[list[AgentResponseUpdate]] = [
         [
-            ToolCallStart(call.id, call.name),
+            ToolCallStart(call.id, call.name, provider_data=call.provider_data),
             *(ToolCallArgs(call.id, piece) for piece in draw(_split(call.arguments))),
             ToolCallEnd(call.id),
         ]
@@ -196,11 +196,11 @@ def _tool_call_stream(draw: st.DrawFn, calls: Sequence[ToolCall]) -> list[AgentR
 def tool_call_streams(calls: Sequence[ToolCall]) -> st.SearchStrategy[list[AgentResponseUpdate]]:
     """The streamed form of ``calls``, as a model may send it.
 
-    Each call becomes ``ToolCallStart``, its arguments cut into any pieces (empty pieces
-    included, up to one per character) as ``ToolCallArgs``, and ``ToolCallEnd``; empty
-    arguments may have no ``ToolCallArgs`` at all. The calls are interleaved in any order
-    that keeps each call's own order. Call order (the order of the starts) may therefore differ
-    from the order of ``calls``. Ids in ``calls`` must be unique.
+    Each call becomes ``ToolCallStart`` (with the call's ``provider_data``), its arguments cut
+    into any pieces (empty pieces included, up to one per character) as ``ToolCallArgs``, and
+    ``ToolCallEnd``; empty arguments may have no ``ToolCallArgs`` at all. The calls are
+    interleaved in any order that keeps each call's own order. Call order (the order of the
+    starts) may therefore differ from the order of ``calls``. Ids in ``calls`` must be unique.
 
     Returns:
         A strategy of update lists; accumulating one gives back ``calls``, in call order, except
