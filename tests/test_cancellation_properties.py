@@ -30,6 +30,7 @@ import trio.testing
 from hypothesis import given, note
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from strays import stray_cancelled
 
 from trio_invoke import (
     ApprovalRequiredTool,
@@ -70,17 +71,6 @@ class ModelFailureError(OSError):
 
 class StrayMarker(Exception):  # noqa: N818 -- a marker, not an error
     """Replaced, in the script, by a Cancelled of the model's own making."""
-
-
-async def stray_cancelled() -> trio.Cancelled:
-    """A Cancelled of a scope that is over: raised later, nothing around it is cancelling."""
-    with trio.CancelScope() as inner:
-        inner.cancel()
-        try:
-            await trio.sleep(1)
-        except trio.Cancelled as exc:
-            caught = exc
-    return caught
 
 
 @attrs.define

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import pytest
 import trio
 import trio.testing
+from strays import stray_cancelled
 
 from trio_invoke import (
     AgentResponseUpdate,
@@ -443,17 +444,6 @@ async def test_a_resume_under_a_cancelled_scope_runs_no_call() -> None:
 
 
 # -- tools that misbehave beyond ``except Exception`` ------------------------------------------
-
-
-async def stray_cancelled() -> trio.Cancelled:
-    """A Cancelled of a scope that is over: raised later, nothing around it is cancelling."""
-    with trio.CancelScope() as inner:
-        inner.cancel()
-        try:
-            await trio.sleep(1)
-        except trio.Cancelled as exc:
-            caught = exc
-    return caught
 
 
 async def test_a_stray_cancelled_from_a_tool_is_that_calls_error() -> None:
