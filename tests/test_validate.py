@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import copy
 import json
 import math
+import pickle
 from typing import Any
 
 import fastjsonschema
@@ -97,6 +99,20 @@ def test_parse_non_object(raw: str, kind: str) -> None:
         parse_arguments(raw)
     assert info.value.errors == (f"arguments must be a JSON object, got {kind}",)
     assert str(info.value) == f"arguments must be a JSON object, got {kind}"
+
+
+@pytest.mark.parametrize(
+    "copy_of", [copy.copy, copy.deepcopy, lambda e: pickle.loads(pickle.dumps(e))]
+)
+def test_arguments_error_survives_copy_and_pickle(copy_of: Any) -> None:
+    # A process tool's exception crosses back by pickle.
+    with pytest.raises(ArgumentsError) as info:
+        validate_against_schema({"a": "x"}, {"type": "object", "required": ["b"], **INTEGER_A})
+    again = copy_of(info.value)
+    assert type(again) is ArgumentsError
+    assert again.errors == ("missing required field 'b'", "field 'a': expected integer, got string")
+    assert str(again) == str(info.value)
+    assert again.args == info.value.args
 
 
 @given(tool_arguments())

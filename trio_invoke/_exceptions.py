@@ -79,6 +79,10 @@ class ArgumentsError(TrioInvokeError, ValueError):
         self.errors: tuple[str, ...] = tuple(errors)
         super().__init__("; ".join(self.errors))
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # The default would rebuild it from the joined message, splitting that into characters.
+        return (type(self), (self.errors,), self.__dict__)
+
 
 class ApprovalError(TrioInvokeError, ValueError):
     """Approval responses on resume do not match the calls that are waiting for approval."""
