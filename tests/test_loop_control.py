@@ -169,6 +169,31 @@ async def test_max_concurrency_caps_calls_in_flight(autojump_clock: trio.testing
     assert not any(c.is_error for c in called(result).values())  # queueing is not run time
 
 
+@pytest.mark.parametrize("shared", [False, True])
+async def test_a_calls_duration_starts_when_it_gets_its_slot(
+    shared: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Queueing for the limiter is neither run time nor in the duration, also for a call that
+    then times out."""
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(
+                ToolCall("a", "nap", '{"seconds": 3}'),
+                ToolCall("b", "nap", '{"seconds": 3}'),
+                ToolCall("c", "nap", '{"seconds": 9}'),
+            ),
+            "ok",
+        ]
+    )
+    limit = trio.CapacityLimiter(1) if shared else 1
+    client = FunctionInvokingChatClient(model, [nap], max_concurrency=limit, tool_timeout=4)
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER)
+    results = called(result)
+    assert {k: c.duration for k, c in results.items()} == {"a": 3, "b": 3, "c": 4}
+    assert results["c"].result == "Error: tool 'nap' timed out after 4 s"
+
+
 async def test_a_shared_limiter_caps_several_clients(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -217,6 +217,7 @@ async def _around(
         )
     else:
         async with limits.limiter:  # queueing for the limiter does not count as run time
+            started = trio.current_time()  # (nor in the call's duration)
             called = await timed(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )
