@@ -109,6 +109,59 @@ async def test_timeouts_per_tool_and_per_run(autojump_clock: trio.testing.MockCl
     assert results["b"].result == "Error: tool 'nap' timed out after 2 s"  # the run's override
 
 
+@tool
+async def hangs_up() -> str:
+    """Waits on a connection whose teardown fails when the wait is cut short."""
+    try:
+        await trio.sleep(3600)
+    finally:
+        raise trio.BrokenResourceError("connection torn down")
+
+
+def tearing_middleware() -> Any:
+    async def tearing(context: Any, call_next: Any) -> ToolCalled:
+        try:
+            result: ToolCalled = await call_next(context)
+        finally:
+            raise RuntimeError("cleanup failed")
+        return result  # pragma: no cover
+
+    return tearing
+
+
+@pytest.mark.parametrize("where", ["tool", "middleware"])
+async def test_an_error_raised_while_timing_out_is_the_timeout(
+    where: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A tool (or a middleware) whose cleanup raises as its call runs out of time still gets
+    the result naming the limit, not that of the error the cut-short cleanup raised."""
+    middleware = [tearing_middleware()] if where == "middleware" else []
+    target = "hangs_up" if where == "tool" else "nap"
+    arguments = "{}" if where == "tool" else '{"seconds": 3600}'
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c", target, arguments)), "ok"])
+    client = FunctionInvokingChatClient(
+        model, [hangs_up, nap], tool_timeout=2, middleware=middleware
+    )
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER)
+    (done,) = called(result).values()
+    assert done.result == f"Error: tool {target!r} timed out after 2 s"
+    assert isinstance(done.exception, ToolTimeoutError)
+    assert done.duration == pytest.approx(2)
+
+
+async def test_an_error_raised_while_cancelled_is_the_cancellation(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c", "hangs_up", "{}"))])
+    client = FunctionInvokingChatClient(model, [hangs_up])
+    scope = trio.CancelScope(deadline=trio.current_time() + 2)
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER, RunOptions(cancel_scope=scope))
+    assert called(result)["c"].result == "Error: cancelled"
+    assert_transcript_valid(result.messages)
+
+
 async def test_approval_wrapper_keeps_the_tools_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

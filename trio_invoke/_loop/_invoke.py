@@ -304,6 +304,15 @@ async def _timed(
     return finished
 
 
+async def _cancellation_stands() -> None:
+    """Called where a tool (or a middleware) raised: if the call is being cancelled or timed
+    out, the error came of that (a ``finally`` that failed, a connection torn down), so the
+    cancellation is what happened -- raised here (the error is its ``__context__``), and the
+    call gets what a cancelled or timed-out call gets. Else nothing."""
+    if really_cancelled():
+        await trio.lowlevel.checkpoint()  # in a cancelled scope: raises its Cancelled
+
+
 def _error_type(called: ToolCalled) -> str | None:
     if not called.is_error:
         return None
@@ -321,9 +330,11 @@ async def _call_tool(
     except StopLoop as stop:
         return _stopped(call, stop, started)
     except ToolError as exc:  # the tool's own words for the model
+        await _cancellation_stands()
         text = f"Error: {_message(exc) or type(exc).__name__}"
         return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
     except Exception as exc:
+        await _cancellation_stands()
         return _raised(call, f"tool {call.name!r}", exc, detailed, started)
     except trio.Cancelled as cancelled:
         if really_cancelled():
@@ -335,6 +346,7 @@ async def _call_tool(
         )
     except BaseExceptionGroup as group:  # the tool's own nursery, with a Cancelled in it
         error = _group_error(group)
+        await _cancellation_stands()
         return _raised(call, f"tool {call.name!r}", error, detailed, started)
     try:
         result, parts = tool_result_content(value)  # text, or parts when it holds images
@@ -415,6 +427,7 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
         except StopLoop as stop:
             return _stopped(context.call, stop, started)
         except Exception as exc:
+            await _cancellation_stands()
             return _raised(context.call, who, exc, detailed, started)
         except trio.Cancelled as cancelled:
             if really_cancelled():
@@ -422,7 +435,9 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
             text = f"Error: {who} raised trio.Cancelled, but nothing cancelled it"
             return ToolCalled(context.call, text, True, exception=cancelled)
         except BaseExceptionGroup as group:  # its own nursery, with a Cancelled in it
-            return _raised(context.call, who, _group_error(group), detailed, started)
+            error = _group_error(group)
+            await _cancellation_stands()
+            return _raised(context.call, who, error, detailed, started)
         if not isinstance(called, ToolCalled):
             text = f"Error: {who} returned {_a(type(called).__name__)}, not a ToolCalled"
             return ToolCalled(context.call, text, True)
