@@ -730,6 +730,50 @@ async def test_eager_calls_cut_by_a_failing_stream_say_so(
     assert_transcript_valid([*USER, *stream.messages])
 
 
+async def test_calls_queued_for_a_slot_when_the_stream_fails_were_not_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ScriptedChatClient(
+        [
+            [
+                *tool_call_updates("a", "nap", '{"seconds": 10}'),
+                *tool_call_updates("b", "nap", '{"seconds": 10}'),
+                OSError("reset"),
+            ]
+        ],
+        delay=1,
+    )
+    client = FunctionInvokingChatClient(model, [nap], eager_tools=True, max_concurrency=1)
+    seen: list[Any] = []
+    with pytest.raises(ChatClientError), trio.fail_after(100):
+        async with client.run(USER) as stream:
+            async for update in stream:
+                seen.append(update)
+    results = {u.call.id: (u.result, u.duration) for u in seen if isinstance(u, ToolCalled)}
+    assert results["a"][0] == "Error: cancelled: the chat client failed (ChatClientError)"
+    assert results["a"][1] > 0
+    assert results["b"] == ("Error: not run: the chat client failed (ChatClientError)", 0)
+    assert_transcript_valid([*USER, *stream.messages])
+
+
+async def test_a_call_cancelled_while_queued_for_a_slot_never_ran(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(
+                ToolCall("a", "nap", '{"seconds": 10}'), ToolCall("b", "nap", '{"seconds": 10}')
+            )
+        ]
+    )
+    client = FunctionInvokingChatClient(model, [nap], max_concurrency=trio.CapacityLimiter(1))
+    scope = trio.CancelScope(deadline=trio.current_time() + 3)
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER, RunOptions(cancel_scope=scope))
+    durations = {c.call.id: (c.result, c.duration) for c in called(result).values()}
+    assert durations == {"a": ("Error: cancelled", 3), "b": ("Error: cancelled", 0)}
+
+
 # -- configuration ------------------------------------------------------------------------------
 
 

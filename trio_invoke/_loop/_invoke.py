@@ -130,6 +130,8 @@ def invoke(
     limits: Limits,
     decision: ToolApprovalResponse | None = None,
     site: Site = Site(),
+    *,
+    slot: Callable[[str, float], None] | None = None,
 ) -> Awaitable[ToolCalled]:
     """Run ``call``: await what this returns for its result, which never raises except
     ``Cancelled`` and BaseExceptions.
@@ -139,6 +141,9 @@ def invoke(
     are rejected, name no tool or have invalid arguments never reach the middleware. (The checks
     run at once, without a coroutine; a call with nothing around its tool is the tool's own
     coroutine and its result, one coroutine in all.)
+
+    ``slot(call.id, when)`` is called when the call gets its concurrency slot (under a limiter
+    only): a call cut short before that never ran.
 
     Cancellation: the tool (and the middleware around it) is cancelled wherever it was (a sync
     tool's thread is abandoned and may still finish); no result is returned, the caller answers
@@ -189,6 +194,7 @@ def invoke(
         limits=limits,
         site=site,
         started=started,
+        slot=slot,
     )
 
 
@@ -207,6 +213,7 @@ async def _around(
     limits: Limits,
     site: Site,
     started: float,
+    slot: Callable[[str, float], None] | None = None,
 ) -> ToolCalled:
     """The call with what is around its tool: its limiter, time limit, observer, middleware,
     and the note of arguments the user replaced."""
@@ -218,6 +225,8 @@ async def _around(
     else:
         async with limits.limiter:  # queueing for the limiter does not count as run time
             started = trio.current_time()  # (nor in the call's duration)
+            if slot is not None:
+                slot(call.id, started)
             called = await timed(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )
