@@ -109,6 +109,59 @@ async def test_timeouts_per_tool_and_per_run(autojump_clock: trio.testing.MockCl
     assert results["b"].result == "Error: tool 'nap' timed out after 2 s"  # the run's override
 
 
+@tool
+async def hangs_up() -> str:
+    """Waits on a connection whose teardown fails when the wait is cut short."""
+    try:
+        await trio.sleep(3600)
+    finally:
+        raise trio.BrokenResourceError("connection torn down")
+
+
+def tearing_middleware() -> Any:
+    async def tearing(context: Any, call_next: Any) -> ToolCalled:
+        try:
+            result: ToolCalled = await call_next(context)
+        finally:
+            raise RuntimeError("cleanup failed")
+        return result  # pragma: no cover
+
+    return tearing
+
+
+@pytest.mark.parametrize("where", ["tool", "middleware"])
+async def test_an_error_raised_while_timing_out_is_the_timeout(
+    where: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A tool (or a middleware) whose cleanup raises as its call runs out of time still gets
+    the result naming the limit, not that of the error the cut-short cleanup raised."""
+    middleware = [tearing_middleware()] if where == "middleware" else []
+    target = "hangs_up" if where == "tool" else "nap"
+    arguments = "{}" if where == "tool" else '{"seconds": 3600}'
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c", target, arguments)), "ok"])
+    client = FunctionInvokingChatClient(
+        model, [hangs_up, nap], tool_timeout=2, middleware=middleware
+    )
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER)
+    (done,) = called(result).values()
+    assert done.result == f"Error: tool {target!r} timed out after 2 s"
+    assert isinstance(done.exception, ToolTimeoutError)
+    assert done.duration == pytest.approx(2)
+
+
+async def test_an_error_raised_while_cancelled_is_the_cancellation(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c", "hangs_up", "{}"))])
+    client = FunctionInvokingChatClient(model, [hangs_up])
+    scope = trio.CancelScope(deadline=trio.current_time() + 2)
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER, RunOptions(cancel_scope=scope))
+    assert called(result)["c"].result == "Error: cancelled"
+    assert_transcript_valid(result.messages)
+
+
 async def test_approval_wrapper_keeps_the_tools_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -167,6 +220,31 @@ async def test_max_concurrency_caps_calls_in_flight(autojump_clock: trio.testing
     assert live[1] == 2
     assert trio.current_time() - start == pytest.approx(3)
     assert not any(c.is_error for c in called(result).values())  # queueing is not run time
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_a_calls_duration_starts_when_it_gets_its_slot(
+    shared: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Queueing for the limiter is neither run time nor in the duration, also for a call that
+    then times out."""
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(
+                ToolCall("a", "nap", '{"seconds": 3}'),
+                ToolCall("b", "nap", '{"seconds": 3}'),
+                ToolCall("c", "nap", '{"seconds": 9}'),
+            ),
+            "ok",
+        ]
+    )
+    limit = trio.CapacityLimiter(1) if shared else 1
+    client = FunctionInvokingChatClient(model, [nap], max_concurrency=limit, tool_timeout=4)
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER)
+    results = called(result)
+    assert {k: c.duration for k, c in results.items()} == {"a": 3, "b": 3, "c": 4}
+    assert results["c"].result == "Error: tool 'nap' timed out after 4 s"
 
 
 async def test_a_shared_limiter_caps_several_clients(
@@ -650,6 +728,50 @@ async def test_eager_calls_cut_by_a_failing_stream_say_so(
     (called,) = [u for u in seen if isinstance(u, ToolCalled)]
     assert called.result == "Error: cancelled: the chat client failed (ChatClientError)"
     assert_transcript_valid([*USER, *stream.messages])
+
+
+async def test_calls_queued_for_a_slot_when_the_stream_fails_were_not_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ScriptedChatClient(
+        [
+            [
+                *tool_call_updates("a", "nap", '{"seconds": 10}'),
+                *tool_call_updates("b", "nap", '{"seconds": 10}'),
+                OSError("reset"),
+            ]
+        ],
+        delay=1,
+    )
+    client = FunctionInvokingChatClient(model, [nap], eager_tools=True, max_concurrency=1)
+    seen: list[Any] = []
+    with pytest.raises(ChatClientError), trio.fail_after(100):
+        async with client.run(USER) as stream:
+            async for update in stream:
+                seen.append(update)
+    results = {u.call.id: (u.result, u.duration) for u in seen if isinstance(u, ToolCalled)}
+    assert results["a"][0] == "Error: cancelled: the chat client failed (ChatClientError)"
+    assert results["a"][1] > 0
+    assert results["b"] == ("Error: not run: the chat client failed (ChatClientError)", 0)
+    assert_transcript_valid([*USER, *stream.messages])
+
+
+async def test_a_call_cancelled_while_queued_for_a_slot_never_ran(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ScriptedChatClient(
+        [
+            tool_calls_response(
+                ToolCall("a", "nap", '{"seconds": 10}'), ToolCall("b", "nap", '{"seconds": 10}')
+            )
+        ]
+    )
+    client = FunctionInvokingChatClient(model, [nap], max_concurrency=trio.CapacityLimiter(1))
+    scope = trio.CancelScope(deadline=trio.current_time() + 3)
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER, RunOptions(cancel_scope=scope))
+    durations = {c.call.id: (c.result, c.duration) for c in called(result).values()}
+    assert durations == {"a": ("Error: cancelled", 3), "b": ("Error: cancelled", 0)}
 
 
 # -- configuration ------------------------------------------------------------------------------

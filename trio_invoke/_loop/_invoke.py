@@ -130,6 +130,8 @@ def invoke(
     limits: Limits,
     decision: ToolApprovalResponse | None = None,
     site: Site = Site(),
+    *,
+    slot: Callable[[str, float], None] | None = None,
 ) -> Awaitable[ToolCalled]:
     """Run ``call``: await what this returns for its result, which never raises except
     ``Cancelled`` and BaseExceptions.
@@ -139,6 +141,9 @@ def invoke(
     are rejected, name no tool or have invalid arguments never reach the middleware. (The checks
     run at once, without a coroutine; a call with nothing around its tool is the tool's own
     coroutine and its result, one coroutine in all.)
+
+    ``slot(call.id, when)`` is called when the call gets its concurrency slot (under a limiter
+    only): a call cut short before that never ran.
 
     Cancellation: the tool (and the middleware around it) is cancelled wherever it was (a sync
     tool's thread is abandoned and may still finish); no result is returned, the caller answers
@@ -189,6 +194,7 @@ def invoke(
         limits=limits,
         site=site,
         started=started,
+        slot=slot,
     )
 
 
@@ -207,6 +213,7 @@ async def _around(
     limits: Limits,
     site: Site,
     started: float,
+    slot: Callable[[str, float], None] | None = None,
 ) -> ToolCalled:
     """The call with what is around its tool: its limiter, time limit, observer, middleware,
     and the note of arguments the user replaced."""
@@ -217,6 +224,9 @@ async def _around(
         )
     else:
         async with limits.limiter:  # queueing for the limiter does not count as run time
+            started = trio.current_time()  # (nor in the call's duration)
+            if slot is not None:
+                slot(call.id, started)
             called = await timed(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )
@@ -303,6 +313,15 @@ async def _timed(
     return finished
 
 
+async def _cancellation_stands() -> None:
+    """Called where a tool (or a middleware) raised: if the call is being cancelled or timed
+    out, the error came of that (a ``finally`` that failed, a connection torn down), so the
+    cancellation is what happened -- raised here (the error is its ``__context__``), and the
+    call gets what a cancelled or timed-out call gets. Else nothing."""
+    if really_cancelled():
+        await trio.lowlevel.checkpoint()  # in a cancelled scope: raises its Cancelled
+
+
 def _error_type(called: ToolCalled) -> str | None:
     if not called.is_error:
         return None
@@ -320,9 +339,11 @@ async def _call_tool(
     except StopLoop as stop:
         return _stopped(call, stop, started)
     except ToolError as exc:  # the tool's own words for the model
+        await _cancellation_stands()
         text = f"Error: {_message(exc) or type(exc).__name__}"
         return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
     except Exception as exc:
+        await _cancellation_stands()
         return _raised(call, f"tool {call.name!r}", exc, detailed, started)
     except trio.Cancelled as cancelled:
         if really_cancelled():
@@ -334,6 +355,7 @@ async def _call_tool(
         )
     except BaseExceptionGroup as group:  # the tool's own nursery, with a Cancelled in it
         error = _group_error(group)
+        await _cancellation_stands()
         return _raised(call, f"tool {call.name!r}", error, detailed, started)
     try:
         result, parts = tool_result_content(value)  # text, or parts when it holds images
@@ -414,6 +436,7 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
         except StopLoop as stop:
             return _stopped(context.call, stop, started)
         except Exception as exc:
+            await _cancellation_stands()
             return _raised(context.call, who, exc, detailed, started)
         except trio.Cancelled as cancelled:
             if really_cancelled():
@@ -421,7 +444,9 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
             text = f"Error: {who} raised trio.Cancelled, but nothing cancelled it"
             return ToolCalled(context.call, text, True, exception=cancelled)
         except BaseExceptionGroup as group:  # its own nursery, with a Cancelled in it
-            return _raised(context.call, who, _group_error(group), detailed, started)
+            error = _group_error(group)
+            await _cancellation_stands()
+            return _raised(context.call, who, error, detailed, started)
         if not isinstance(called, ToolCalled):
             text = f"Error: {who} returned {_a(type(called).__name__)}, not a ToolCalled"
             return ToolCalled(context.call, text, True)

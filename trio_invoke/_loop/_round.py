@@ -18,9 +18,10 @@ A round opens a nursery and two memory channels, standing in for the seed's mpsc
   consumer sends it before it runs a call, and a consumer that failed fails the nursery).
 
 Each piece of state has one writer: the consumer feeds the accumulator and claims calls
-(``_started``); each call task records its own result once it is in ``events`` (``_results``);
-the loop side takes the turn. When a round is cut short, :meth:`Round.settle` closes it
-synchronously once its nursery is gone.
+(``_started``); each call task records its own result once it is in ``events`` (``_results``)
+and, under a concurrency limiter, when it got its slot (``_slots``); the loop side takes the
+turn. When a round is cut short, :meth:`Round.settle` closes it synchronously once its nursery
+is gone.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class Round:
     # -- written by each call task, for its own call --------------------------------------------
     _results: dict[str, ToolCalled] = attrs.field(factory=dict, init=False)
     """Call id -> the result put into ``events`` (so the caller gets it)."""
+    _slots: dict[str, float] = attrs.field(factory=dict, init=False)
+    """Under a concurrency limiter: call id -> when the call got its slot (it ran from then)."""
     _positions: dict[str, int] = attrs.field(factory=dict, init=False)
     """On resume: call id -> place in call order (set by :meth:`resume`)."""
     _site: Site = attrs.field(default=Site(), init=False)
@@ -175,6 +178,8 @@ class Round:
         for call in self._turn.calls:
             if call.id not in self._results:
                 began = self._started.get(call.id)
+                if began is not None and self.run.limits.limiter is not None:
+                    began = self._slots.get(call.id)  # still queued for a slot: it never ran
                 why, took = (not_started, 0.0) if began is None else (started, now - began)
                 called = ToolCalled(call, f"Error: {why}", is_error=True, duration=took)
                 self._results[call.id] = called
@@ -346,8 +351,10 @@ class Round:
             return ready(not_run(call, self.plan.withheld))
         if not self.run.policy.allows(self._position(call)):
             return ready(not_run(call, BUDGET_SPENT))
+        limits = self.run.limits
+        slot = None if limits.limiter is None else self._slots.__setitem__
         return invoke(
-            call, self.run.tools, self.run.limits, self.decisions.get(call.id), self._site
+            call, self.run.tools, limits, self.decisions.get(call.id), self._site, slot=slot
         )
 
     def _position(self, call: ToolCall) -> int:
