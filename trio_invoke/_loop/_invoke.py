@@ -131,7 +131,7 @@ def invoke(
     decision: ToolApprovalResponse | None = None,
     site: Site = Site(),
     *,
-    slot: Callable[[str, float], None] | None = None,
+    began: Callable[[str, float], None] | None = None,
 ) -> Awaitable[ToolCalled]:
     """Run ``call``: await what this returns for its result, which never raises except
     ``Cancelled`` and BaseExceptions.
@@ -142,8 +142,10 @@ def invoke(
     run at once, without a coroutine; a call with nothing around its tool is the tool's own
     coroutine and its result, one coroutine in all.)
 
-    ``slot(call.id, when)`` is called when the call gets its concurrency slot (under a limiter
-    only): a call cut short before that never ran.
+    ``began(call.id, when)`` is called when the tool (or its middleware) begins to run: at once,
+    or once the call has its concurrency slot under a limiter (a call cut short before then
+    never ran). Calls answered without running (rejected, unknown tool, invalid arguments) do
+    not begin.
 
     Cancellation: the tool (and the middleware around it) is cancelled wherever it was (a sync
     tool's thread is abandoned and may still finish); no result is returned, the caller answers
@@ -177,6 +179,8 @@ def invoke(
         text = f"{note}Error: invalid arguments for tool {call.name!r}: {exc}"
         return ready(ToolCalled(edited, text, is_error=True, exception=exc))
     timeout = entry.timeout if entry.timeout is not None else limits.timeout
+    if began is not None and limits.limiter is None:
+        began(call.id, started)
     if (
         not note
         and timeout is None
@@ -194,7 +198,7 @@ def invoke(
         limits=limits,
         site=site,
         started=started,
-        slot=slot,
+        began=began,
     )
 
 
@@ -213,7 +217,7 @@ async def _around(
     limits: Limits,
     site: Site,
     started: float,
-    slot: Callable[[str, float], None] | None = None,
+    began: Callable[[str, float], None] | None = None,
 ) -> ToolCalled:
     """The call with what is around its tool: its limiter, time limit, observer, middleware,
     and the note of arguments the user replaced."""
@@ -225,8 +229,8 @@ async def _around(
     else:
         async with limits.limiter:  # queueing for the limiter does not count as run time
             started = trio.current_time()  # (nor in the call's duration)
-            if slot is not None:
-                slot(call.id, started)
+            if began is not None:
+                began(call.id, started)
             called = await timed(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )

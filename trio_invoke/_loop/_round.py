@@ -18,10 +18,9 @@ A round opens a nursery and two memory channels, standing in for the seed's mpsc
   consumer sends it before it runs a call, and a consumer that failed fails the nursery).
 
 Each piece of state has one writer: the consumer feeds the accumulator and claims calls
-(``_started``); each call task records its own result once it is in ``events`` (``_results``)
-and, under a concurrency limiter, when it got its slot (``_slots``); the loop side takes the
-turn. When a round is cut short, :meth:`Round.settle` closes it synchronously once its nursery
-is gone.
+(``_started``); each call task records when its tool began to run (``_began``) and its own
+result once it is in ``events`` (``_results``); the loop side takes the turn. When a round is
+cut short, :meth:`Round.settle` closes it synchronously once its nursery is gone.
 """
 
 from __future__ import annotations
@@ -88,15 +87,16 @@ class Round:
     decisions: Mapping[str, ToolApprovalResponse] = attrs.field(factory=dict)
     """On resume: the user's answers, by call id."""
     # -- written by the consumer ----------------------------------------------------------------
-    _started: dict[str, float] = attrs.field(factory=dict, init=False)
-    """Ids of the calls handed to a task -> when (``trio.current_time()``)."""
+    _started: set[str] = attrs.field(factory=set, init=False)
+    """Ids of the calls handed to a task."""
     _approval_at: float = attrs.field(default=math.inf, init=False)
     """Call-order position of the first call seen that needs approval: eager start stops there."""
     # -- written by each call task, for its own call --------------------------------------------
     _results: dict[str, ToolCalled] = attrs.field(factory=dict, init=False)
     """Call id -> the result put into ``events`` (so the caller gets it)."""
-    _slots: dict[str, float] = attrs.field(factory=dict, init=False)
-    """Under a concurrency limiter: call id -> when the call got its slot (it ran from then)."""
+    _began: dict[str, float] = attrs.field(factory=dict, init=False)
+    """Call id -> when its tool began to run (under a concurrency limiter: when it got its
+    slot); see ``_invoke.invoke``."""
     _positions: dict[str, int] = attrs.field(factory=dict, init=False)
     """On resume: call id -> place in call order (set by :meth:`resume`)."""
     _site: Site = attrs.field(default=Site(), init=False)
@@ -177,10 +177,13 @@ class Round:
         now = trio.current_time()
         for call in self._turn.calls:
             if call.id not in self._results:
-                began = self._started.get(call.id)
-                if began is not None and self.run.limits.limiter is not None:
-                    began = self._slots.get(call.id)  # still queued for a slot: it never ran
-                why, took = (not_started, 0.0) if began is None else (started, now - began)
+                began = self._began.get(call.id)
+                if began is not None:
+                    why, took = started, now - began
+                elif call.id in self._started and self.run.limits.limiter is None:
+                    why, took = started, 0.0  # its task had not begun yet
+                else:  # never handed to a task, or still queued for a slot: it never ran
+                    why, took = not_started, 0.0
                 called = ToolCalled(call, f"Error: {why}", is_error=True, duration=took)
                 self._results[call.id] = called
                 owed.append(called)
@@ -227,7 +230,7 @@ class Round:
             calls = run_now
             if self.run.sequential:
                 for call in calls:
-                    self._started[call.id] = trio.current_time()
+                    self._started.add(call.id)
                     await self._answer_into(call, events)
                 return
             waiting = [call for call in calls if call.id not in self._started]
@@ -238,7 +241,7 @@ class Round:
             # The consumer's work is done: it becomes the first waiting call's task (one task
             # fewer per round), a sibling of the others, its result put into its own ``events``.
             first = waiting[0]
-            self._started[first.id] = trio.current_time()
+            self._started.add(first.id)
             await self._answer_into(first, events)
 
     async def _stream(self, events: Events, nursery: trio.Nursery) -> FinishReason:
@@ -322,7 +325,7 @@ class Round:
             self._start(ended, events, nursery)
 
     def _start(self, call: ToolCall, events: Events, nursery: trio.Nursery) -> None:
-        self._started[call.id] = trio.current_time()
+        self._started.add(call.id)
         nursery.start_soon(self._call, call, events.clone())
 
     # -- one call ---------------------------------------------------------------------------------
@@ -351,10 +354,14 @@ class Round:
             return ready(not_run(call, self.plan.withheld))
         if not self.run.policy.allows(self._position(call)):
             return ready(not_run(call, BUDGET_SPENT))
-        limits = self.run.limits
-        slot = None if limits.limiter is None else self._slots.__setitem__
+        run = self.run
         return invoke(
-            call, self.run.tools, limits, self.decisions.get(call.id), self._site, slot=slot
+            call,
+            run.tools,
+            run.limits,
+            self.decisions.get(call.id),
+            self._site,
+            began=self._began.__setitem__,
         )
 
     def _position(self, call: ToolCall) -> int:
