@@ -38,10 +38,13 @@ __all__ = [
     "TextPart",
     "json_copy",
     "json_object",
+    "optional_str_field",
     "part_from_dict",
     "parts_text",
+    "preview",
     "reduce_value",
     "show",
+    "str_field",
     "to_parts",
     "tool_result_content",
 ]
@@ -154,9 +157,22 @@ def _is_base64(text: str) -> bool:
     return True
 
 
-def _check_text(_: object, __: attrs.Attribute[Any], value: object) -> None:
+def str_field(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A validator: the field is a ``str`` (the message names the class and the field, as
+    the other checks of the values do; attrs' own would show its ``Attribute``)."""
     if not isinstance(value, str):
-        raise TypeError(f"TextPart text must be a str, got {_preview(value)}")
+        raise TypeError(
+            f"{type(instance).__name__} {attribute.name} must be a str, got {preview(value)}"
+        )
+
+
+def optional_str_field(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A validator: the field is a ``str`` or ``None``."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(
+            f"{type(instance).__name__} {attribute.name} must be a str or None, got "
+            f"{preview(value)}"
+        )
 
 
 @attrs.frozen
@@ -167,7 +183,7 @@ class TextPart:
         TypeError: ``text`` is not a ``str``.
     """
 
-    text: str = attrs.field(validator=_check_text)
+    text: str = attrs.field(validator=str_field)
     """The text."""
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_text_extra, hash=False, repr=show
@@ -321,14 +337,14 @@ def part_from_dict(data: object, where: str = "content part") -> ContentPart:
             the wrong shape; the message names ``where``.
     """
     if not isinstance(data, Mapping):
-        raise ValueError(f"{_q(where)} must be an object, got {_preview(data)}")
+        raise ValueError(f"{_q(where)} must be an object, got {preview(data)}")
     kind = data.get("type")
     if not isinstance(kind, str):
-        raise ValueError(f"{_q(where)} needs a string 'type', got {_preview(kind)}")
+        raise ValueError(f"{_q(where)} needs a string 'type', got {preview(kind)}")
     if kind == "text":
         text = data.get("text")
         if not isinstance(text, str):
-            raise ValueError(f"{_q(where, 'text')} must be a string, got {_preview(text)}")
+            raise ValueError(f"{_q(where, 'text')} must be a string, got {preview(text)}")
         extra = {k: v for k, v in data.items() if k not in ("type", "text")}
         return TextPart(text, provider_data=_extra(extra, where))
     if kind == "image_url":
@@ -337,14 +353,14 @@ def part_from_dict(data: object, where: str = "content part") -> ContentPart:
             return RawPart(_extra(data, where))  # the part cannot write back exactly
         if not isinstance(image, Mapping):
             raise ValueError(
-                f"{_q(where, 'image_url')} must be an object with a 'url', got {_preview(image)}"
+                f"{_q(where, 'image_url')} must be an object with a 'url', got {preview(image)}"
             )
         url, detail = image.get("url"), image.get("detail")
         if not isinstance(url, str):
-            raise ValueError(f"{_q(where, 'image_url.url')} must be a string, got {_preview(url)}")
+            raise ValueError(f"{_q(where, 'image_url.url')} must be a string, got {preview(url)}")
         if detail is not None and not isinstance(detail, str):
             raise ValueError(
-                f"{_q(where, 'image_url.detail')} must be a string, got {_preview(detail)}"
+                f"{_q(where, 'image_url.detail')} must be a string, got {preview(detail)}"
             )
         extra = {k: v for k, v in data.items() if k not in ("type", "image_url")}
         # A base64 data: URL becomes data and media_type, as ImagePart(url=...) says.
@@ -356,7 +372,8 @@ def _q(where: str, field: str = "") -> str:
     return f"message '{where}.{field}'" if field else f"message '{where}'"
 
 
-def _preview(value: object, limit: int = 80) -> str:
+def preview(value: object, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (for error messages)."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 

@@ -48,10 +48,13 @@ from ._content import (
     TextPart,
     json_copy,
     json_object,
+    optional_str_field,
     part_from_dict,
     parts_text,
+    preview,
     reduce_value,
     show,
+    str_field,
     to_parts,
 )
 from ._text import wire_json, wire_text
@@ -75,24 +78,6 @@ _LOOP_ERROR: Final = re.compile(r"(?:\[arguments replaced by the user: .*?\] )?E
 definition of it: a tool message without ``provider_data["is_error"]`` is an error result when
 its text reads so (the Anthropic wire), and the loop marks a result only where that reading
 would be wrong (:func:`_loop_tool_result`)."""
-
-
-def _str_field(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """A validator: the field is a ``str`` (the message names the class and the field, as
-    the other checks of the values do; attrs' own would show its ``Attribute``)."""
-    if not isinstance(value, str):
-        raise TypeError(
-            f"{type(instance).__name__} {attribute.name} must be a str, got {_preview(value)}"
-        )
-
-
-def _optional_str_field(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """A validator: the field is a ``str`` or ``None``."""
-    if value is not None and not isinstance(value, str):
-        raise TypeError(
-            f"{type(instance).__name__} {attribute.name} must be a str or None, got "
-            f"{_preview(value)}"
-        )
 
 
 _ERROR_MARK: Final = MappingProxyType({"is_error": True})
@@ -142,16 +127,11 @@ class FinishReason(enum.Enum):
         return self.value
 
 
-def _preview(value: object, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def _call_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if value is EMPTY or not value:  # the identity first: the common case, and the cheapest
         return EMPTY
     if not isinstance(value, Mapping):
-        raise ValueError(f"ToolCall.provider_data must be a mapping, got {_preview(value)}")
+        raise ValueError(f"ToolCall.provider_data must be a mapping, got {preview(value)}")
     data = json_object({k: v for k, v in value.items() if v is not None}, "ToolCall.provider_data")
     clash = sorted(_CALL_KEYS.intersection(data))
     if clash:
@@ -167,11 +147,11 @@ class ToolCall:
         TypeError: ``id``, ``name`` or ``arguments`` is not a ``str``.
     """
 
-    id: str = attrs.field(validator=_str_field)
+    id: str = attrs.field(validator=str_field)
     """The call id the model (or provider) gave; tool messages answer it by this id."""
-    name: str = attrs.field(validator=_str_field)
+    name: str = attrs.field(validator=str_field)
     """The tool's name."""
-    arguments: str = attrs.field(validator=_str_field)
+    arguments: str = attrs.field(validator=str_field)
     """The raw JSON text of the arguments, exactly as the model sent it (possibly invalid)."""
     provider_data: Mapping[str, Any] = attrs.field(
         default=EMPTY, kw_only=True, converter=_call_extra, hash=False, repr=show
@@ -206,27 +186,25 @@ class ToolCall:
         """
         at = f" (in {where})" if where else ""
         if not isinstance(data, Mapping):
-            raise ValueError(f"a tool call must be an object, got {_preview(data)}{at}")
+            raise ValueError(f"a tool call must be an object, got {preview(data)}{at}")
         kind = data.get("type")
         if kind is not None and kind != "function":
-            raise ValueError(f"tool call 'type' must be 'function', got {_preview(kind)}{at}")
+            raise ValueError(f"tool call 'type' must be 'function', got {preview(kind)}{at}")
         function = data.get("function")
         if not isinstance(function, Mapping):
-            raise ValueError(f"tool call needs a 'function' object, got {_preview(data)}{at}")
+            raise ValueError(f"tool call needs a 'function' object, got {preview(data)}{at}")
         call_id, name = data.get("id"), function.get("name")
         arguments = function.get("arguments", "")
         if not isinstance(call_id, str):
-            raise ValueError(f"tool call 'id' must be a string, got {_preview(call_id)}{at}")
+            raise ValueError(f"tool call 'id' must be a string, got {preview(call_id)}{at}")
         if not isinstance(name, str):
-            raise ValueError(
-                f"tool call 'function.name' must be a string, got {_preview(name)}{at}"
-            )
+            raise ValueError(f"tool call 'function.name' must be a string, got {preview(name)}{at}")
         if arguments is None:
             arguments = ""
         if not isinstance(arguments, str):
             raise ValueError(
                 f"tool call 'function.arguments' must be a JSON string, "
-                f"got {_preview(arguments)}{at}"
+                f"got {preview(arguments)}{at}"
             )
         extra = {k: v for k, v in data.items() if k not in _CALL_KEYS and v is not None}
         return cls(call_id, name, arguments, provider_data=_json(extra, "tool call", at))
@@ -245,13 +223,13 @@ def _to_tool_calls(value: Iterable[ToolCall] | None) -> tuple[ToolCall, ...] | N
         return None
     if isinstance(value, ToolCall | Mapping) or not isinstance(value, Iterable):
         raise TypeError(
-            f"ChatMessage tool_calls must be an iterable of ToolCall, got {_preview(value)}"
+            f"ChatMessage tool_calls must be an iterable of ToolCall, got {preview(value)}"
         )
     calls = tuple(value)
     for i, call in enumerate(calls):
         if not isinstance(call, ToolCall):
             raise TypeError(
-                f"ChatMessage tool_calls[{i}] must be a ToolCall, got {_preview(call)}; read "
+                f"ChatMessage tool_calls[{i}] must be a ToolCall, got {preview(call)}; read "
                 "OpenAI-format messages with ChatMessage.from_dict"
             )
     return calls
@@ -267,7 +245,7 @@ def _to_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPart, 
     if isinstance(value, Mapping) or not isinstance(value, Iterable):
         raise TypeError(
             "ChatMessage content must be a str or an iterable of content parts (TextPart, "
-            f"ImagePart, RawPart), got {_preview(value)}; read OpenAI-format messages with "
+            f"ImagePart, RawPart), got {preview(value)}; read OpenAI-format messages with "
             "ChatMessage.from_dict"
         )
     return to_parts(value)
@@ -277,7 +255,7 @@ def _message_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if value is EMPTY or not value:
         return EMPTY
     if not isinstance(value, Mapping):
-        raise ValueError(f"ChatMessage.provider_data must be a mapping, got {_preview(value)}")
+        raise ValueError(f"ChatMessage.provider_data must be a mapping, got {preview(value)}")
     return json_object(
         {k: v for k, v in value.items() if v is not None}, "ChatMessage.provider_data"
     )
@@ -308,9 +286,9 @@ class ChatMessage:
     message holds more than text (images); :attr:`text` is the text either way."""
     tool_calls: tuple[ToolCall, ...] | None = attrs.field(default=None, converter=_to_tool_calls)
     """On an assistant message: the tools it calls, in call order. ``None`` when it calls none."""
-    name: str | None = attrs.field(default=None, validator=_optional_str_field)
+    name: str | None = attrs.field(default=None, validator=optional_str_field)
     """On a ``TOOL`` message: the tool's name (optional on the wire)."""
-    tool_call_id: str | None = attrs.field(default=None, validator=_optional_str_field)
+    tool_call_id: str | None = attrs.field(default=None, validator=optional_str_field)
     """On a ``TOOL`` message: the id of the call it answers."""
     reasoning: str | None = attrs.field(default=None, kw_only=True)
     """On an assistant message: the reasoning the model streamed before (or between) its text
@@ -330,7 +308,7 @@ class ChatMessage:
                 object.__setattr__(self, "reasoning_field", "reasoning_content")
             return
         if self.reasoning is not None and not isinstance(self.reasoning, str):
-            raise TypeError(f"ChatMessage reasoning must be a str, got {_preview(self.reasoning)}")
+            raise TypeError(f"ChatMessage reasoning must be a str, got {preview(self.reasoning)}")
         if self.reasoning_field not in REASONING_FIELDS:
             raise ValueError(
                 f"ChatMessage reasoning_field must be one of {', '.join(REASONING_FIELDS)}, "
@@ -458,7 +436,7 @@ class ChatMessage:
         """
         if not isinstance(data, Mapping):
             raise ValueError(
-                f"a message must be a JSON object, got {type(data).__name__}: {_preview(data)}"
+                f"a message must be a JSON object, got {type(data).__name__}: {preview(data)}"
             )
         role = data.get("role")
         try:
@@ -466,7 +444,7 @@ class ChatMessage:
         except ValueError:
             known = ", ".join(repr(r.value) for r in MessageRole)
             raise ValueError(
-                f"message 'role' must be one of {known}, got {_preview(role)}"
+                f"message 'role' must be one of {known}, got {preview(role)}"
             ) from None
         raw_content = data.get("content")
         content: str | tuple[ContentPart, ...]
@@ -481,11 +459,11 @@ class ChatMessage:
         else:
             raise ValueError(
                 "message 'content' must be a string or a list of content parts, "
-                f"got {_preview(raw_content)}"
+                f"got {preview(raw_content)}"
             )
         raw_calls = data.get("tool_calls")
         if raw_calls is not None and not isinstance(raw_calls, list | tuple):
-            raise ValueError(f"message 'tool_calls' must be a list, got {_preview(raw_calls)}")
+            raise ValueError(f"message 'tool_calls' must be a list, got {preview(raw_calls)}")
         calls = None
         if raw_calls is not None:
             calls = tuple(
@@ -494,7 +472,7 @@ class ChatMessage:
         name, tool_call_id = data.get("name"), data.get("tool_call_id")
         for field, value in (("name", name), ("tool_call_id", tool_call_id)):
             if value is not None and not isinstance(value, str):
-                raise ValueError(f"message {field!r} must be a string, got {_preview(value)}")
+                raise ValueError(f"message {field!r} must be a string, got {preview(value)}")
         reasoning: str | None = None
         reasoning_field = REASONING_FIELDS[0]
         extra: dict[str, Any] = {}
@@ -503,13 +481,13 @@ class ChatMessage:
             if value is None:
                 continue
             if not isinstance(value, str):
-                raise ValueError(f"message {field!r} must be a string, got {_preview(value)}")
+                raise ValueError(f"message {field!r} must be a string, got {preview(value)}")
             if reasoning is None:
                 reasoning, reasoning_field = value, field
             elif value != reasoning:  # a message keeps one reasoning
                 raise ValueError(
                     "message has different reasoning under 'reasoning_content' and 'reasoning' "
-                    f"({_preview(reasoning, 40)} and {_preview(value, 40)}); it keeps one"
+                    f"({preview(reasoning, 40)} and {preview(value, 40)}); it keeps one"
                 )
         for key, value in data.items():
             if key not in _MESSAGE_KEYS and key not in REASONING_FIELDS and value is not None:
