@@ -49,9 +49,12 @@ def check_model(_: object, __: attrs.Attribute[Any], value: object) -> None:
         raise ConfigurationError(f"model must be a non-empty string, got {value!r}")
 
 
-def base_url_from(value: str | None, *, env: str, default: str, example: str) -> str:
+def base_url_from(
+    value: str | None, *, env: str, default: str, example: str, path: str, not_ending: str
+) -> str:
     """The API root: ``value``, else the ``env`` variable, else ``default``; an http(s) URL
-    without a trailing slash (``example`` shows one in the error)."""
+    without a trailing slash (``example`` shows one in the error), whose path does not end with
+    ``not_ending`` (part of the ``path`` the client adds: a URL given whole, or nearly)."""
     base = value if value is not None else os.environ.get(env, "")
     if not isinstance(base, str):
         raise ConfigurationError(f"base_url must be a string, got {base!r}")
@@ -65,6 +68,11 @@ def base_url_from(value: str | None, *, env: str, default: str, example: str) ->
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise ConfigurationError(
             f"base_url must be an http(s) URL such as {example}, got {shown_url(base)!r}"
+        )
+    if parsed.path.rstrip("/").endswith(not_ending):
+        raise ConfigurationError(
+            f"base_url is the API root, without {not_ending} (requests go to "
+            f"{{base_url}}{path}), got {shown_url(base)!r}"
         )
     return base
 

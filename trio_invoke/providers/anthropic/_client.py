@@ -79,15 +79,14 @@ _RESERVED: Final = frozenset({"model", "messages", "system", "stream", "tools", 
 
 
 def _base_url(value: str | None) -> str:
-    base = base_url_from(
-        value, env="ANTHROPIC_BASE_URL", default=DEFAULT_BASE_URL, example=DEFAULT_BASE_URL
+    return base_url_from(
+        value,
+        env="ANTHROPIC_BASE_URL",
+        default=DEFAULT_BASE_URL,
+        example=DEFAULT_BASE_URL,
+        path="/v1/messages",
+        not_ending="/v1",
     )
-    if httpx2.URL(base).path.rstrip("/").endswith("/v1"):
-        raise ConfigurationError(
-            f"base_url is the API root, without /v1 (requests go to {{base_url}}/v1/messages), "
-            f"got {shown_url(base)!r}"
-        )
-    return base
 
 
 def _api_key(value: str | None) -> str | None:

@@ -72,15 +72,14 @@ _RESERVED: Final = frozenset(
 
 
 def _base_url(value: str | None) -> str:
-    base = base_url_from(
-        value, env="OPENAI_BASE_URL", default=DEFAULT_BASE_URL, example="http://localhost:11434/v1"
+    return base_url_from(
+        value,
+        env="OPENAI_BASE_URL",
+        default=DEFAULT_BASE_URL,
+        example="http://localhost:11434/v1",
+        path="/chat/completions",
+        not_ending="/chat/completions",
     )
-    if httpx2.URL(base).path.rstrip("/").endswith("/chat/completions"):
-        raise ConfigurationError(
-            "base_url is the API root, without /chat/completions (requests go to "
-            f"{{base_url}}/chat/completions), got {shown_url(base)!r}"
-        )
-    return base
 
 
 def _api_key(value: str | None) -> str | None:
