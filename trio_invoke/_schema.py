@@ -435,16 +435,14 @@ def describe_function(func: Callable[..., Any]) -> FunctionDescription:
     try:
         signature = inspect.signature(func)
         source = _hints_source(func)
-        hints = typing.get_type_hints(source, include_extras=True)
+        # A return annotation that does not resolve (a name imported only under TYPE_CHECKING)
+        # is no reason to refuse; a parameter's is, and the message names it.
+        hints = parameter_hints(source)
     except Exception as exc:  # NameError for an unresolvable forward reference, TypeError, ...
-        # One by one: a return annotation that does not resolve (a name imported only under
-        # TYPE_CHECKING) is no reason to refuse; a parameter's is, and the message names it.
-        resolved, where = _parameter_hints(source) if source is not None else (None, "")
-        if resolved is None:
-            raise ToolDefinitionError(
-                f"@tool cannot read the signature of function {func_name!r}: {where}{exc}"
-            ) from exc
-        hints = resolved
+        where = _parameter_hints(source)[1] if source is not None else ""
+        raise ToolDefinitionError(
+            f"@tool cannot read the signature of function {func_name!r}: {where}{exc}"
+        ) from exc
     description, arg_docs = parse_docstring(inspect.getdoc(_doc_source(func)))
     properties: dict[str, Any] = {}
     required: list[str] = []
