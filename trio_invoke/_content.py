@@ -47,6 +47,7 @@ __all__ = [
     "str_field",
     "to_parts",
     "tool_result_content",
+    "without_nulls",
 ]
 
 EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
@@ -120,9 +121,9 @@ def json_object(value: Mapping[str, Any] | None, where: str) -> Mapping[str, Any
     return MappingProxyType(copied)
 
 
-def _without_nulls(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    # A top-level None is absent, as in a message's provider_data: to_dict would write it as
-    # null, and part_from_dict reads null as absent.
+def without_nulls(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``value`` without its top-level ``None`` values: in ``provider_data`` a ``None`` is
+    absent, as on the wire ``null`` is (``to_dict`` would write it, ``from_dict`` drop it)."""
     if isinstance(value, Mapping) and any(v is None for v in value.values()):
         return {k: v for k, v in value.items() if v is not None}
     return value
@@ -138,13 +139,13 @@ def _check_extra(data: Mapping[str, Any], modelled: frozenset[str], where: str) 
 
 
 def _text_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    data = json_object(_without_nulls(value), "TextPart.provider_data")
+    data = json_object(without_nulls(value), "TextPart.provider_data")
     _check_extra(data, frozenset({"type", "text"}), "TextPart.provider_data")
     return data
 
 
 def _image_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    data = json_object(_without_nulls(value), "ImagePart.provider_data")
+    data = json_object(without_nulls(value), "ImagePart.provider_data")
     _check_extra(data, frozenset({"type", "image_url"}), "ImagePart.provider_data")
     return data
 
@@ -280,7 +281,7 @@ class ImagePart:
 
 
 def _raw(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    data = json_object(_without_nulls(value), "RawPart.data")
+    data = json_object(without_nulls(value), "RawPart.data")
     kind = data.get("type")
     if not isinstance(kind, str):
         raise ValueError(f"RawPart.data needs a string 'type', got {dict(data)!r}")
@@ -379,8 +380,7 @@ def preview(value: object, limit: int = 80) -> str:
 
 
 def _extra(data: Mapping[str, Any], where: str) -> dict[str, Any]:
-    # Null values are read as absent, as for messages.
-    copied: dict[str, Any] = json_copy({k: v for k, v in data.items() if v is not None}, where)
+    copied: dict[str, Any] = json_copy(without_nulls(data), where)
     return copied
 
 

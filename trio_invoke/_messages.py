@@ -56,6 +56,7 @@ from ._content import (
     show,
     str_field,
     to_parts,
+    without_nulls,
 )
 from ._text import wire_json, wire_text
 
@@ -132,7 +133,7 @@ def _call_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
         return EMPTY
     if not isinstance(value, Mapping):
         raise ValueError(f"ToolCall.provider_data must be a mapping, got {preview(value)}")
-    data = json_object({k: v for k, v in value.items() if v is not None}, "ToolCall.provider_data")
+    data = json_object(without_nulls(value), "ToolCall.provider_data")
     clash = sorted(_CALL_KEYS.intersection(data))
     if clash:
         raise ValueError(f"ToolCall.provider_data may not set {', '.join(map(repr, clash))}")
@@ -256,9 +257,7 @@ def _message_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
         return EMPTY
     if not isinstance(value, Mapping):
         raise ValueError(f"ChatMessage.provider_data must be a mapping, got {preview(value)}")
-    return json_object(
-        {k: v for k, v in value.items() if v is not None}, "ChatMessage.provider_data"
-    )
+    return json_object(without_nulls(value), "ChatMessage.provider_data")
 
 
 @attrs.frozen
