@@ -67,6 +67,7 @@ __all__ = [
     "MessageRole",
     "ToolCall",
     "Usage",
+    "check_call_keys",
 ]
 
 REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
@@ -134,10 +135,16 @@ def _call_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ValueError(f"ToolCall.provider_data must be a mapping, got {preview(value)}")
     data = json_object(without_nulls(value), "ToolCall.provider_data")
+    check_call_keys(data, "ToolCall.provider_data")
+    return data
+
+
+def check_call_keys(data: Mapping[str, Any], where: str) -> None:
+    """A call's provider data holds none of the keys the call models (``id``, ``type``,
+    ``function``): ``ValueError`` naming them."""
     clash = sorted(_CALL_KEYS.intersection(data))
     if clash:
-        raise ValueError(f"ToolCall.provider_data may not set {', '.join(map(repr, clash))}")
-    return data
+        raise ValueError(f"{where} may not set {', '.join(map(repr, clash))}")
 
 
 @attrs.frozen

@@ -23,7 +23,7 @@ import attrs
 
 from ._approval import call_digest
 from ._content import EMPTY, ContentPart, json_object, reduce_value, to_parts
-from ._messages import REASONING_FIELDS, FinishReason, ToolCall, Usage
+from ._messages import REASONING_FIELDS, FinishReason, ToolCall, Usage, check_call_keys
 from ._options import ToolApprovalResponse
 
 __all__ = [
@@ -115,9 +115,7 @@ class ProviderDataDelta:
 
 def _call_values(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     data = json_object(value, "ToolCallStart.provider_data")
-    clash = sorted({"id", "type", "function"}.intersection(data))
-    if clash:
-        raise ValueError(f"ToolCallStart.provider_data may not set {', '.join(map(repr, clash))}")
+    check_call_keys(data, "ToolCallStart.provider_data")
     return data
 
 
