@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
+from typing import Any
 
 from .._messages import FinishReason, ToolCall, Usage
 from .._updates import AgentResponseUpdate, Finish, ToolCallArgs, ToolCallEnd, ToolCallStart
@@ -11,7 +13,12 @@ __all__ = ["tool_call_updates", "tool_calls_response"]
 
 
 def tool_call_updates(
-    call_id: str, name: str, arguments: str, *, pieces: int = 1
+    call_id: str,
+    name: str,
+    arguments: str,
+    *,
+    pieces: int = 1,
+    provider_data: Mapping[str, Any] | None = None,
 ) -> list[AgentResponseUpdate]:
     """The updates a model streams for one call: start, ``arguments`` in ``pieces``, end.
 
@@ -21,6 +28,8 @@ def tool_call_updates(
         arguments: The call's JSON arguments, as text (``""`` means no arguments).
         pieces: How many ``ToolCallArgs`` to cut ``arguments`` into, of sizes that differ by
             one character at most (fewer only if it has fewer characters; none for ``""``).
+        provider_data: The call's keys beyond id, type and function (Gemini's thought
+            signature), on its ``ToolCallStart``.
 
     Returns:
         ``[ToolCallStart, ToolCallArgs..., ToolCallEnd]``; no ``Finish``. For every chunking and
@@ -37,7 +46,7 @@ def tool_call_updates(
     bounds = [i * size + min(i, longer) for i in range(count + 1)]
     chunks = [arguments[a:b] for a, b in itertools.pairwise(bounds)]
     return [
-        ToolCallStart(call_id, name),
+        ToolCallStart(call_id, name, provider_data=provider_data),
         *(ToolCallArgs(call_id, chunk) for chunk in chunks),
         ToolCallEnd(call_id),
     ]
@@ -54,8 +63,8 @@ def tool_calls_response(*calls: ToolCall, usage: Usage | None = None) -> list[Ag
     """
     updates: list[AgentResponseUpdate] = []
     for call in calls:
-        _, *rest = tool_call_updates(call.id, call.name, call.arguments)
-        # The call's provider data (Gemini's thought signature) goes with its start.
-        updates += [ToolCallStart(call.id, call.name, provider_data=call.provider_data), *rest]
+        updates += tool_call_updates(
+            call.id, call.name, call.arguments, provider_data=call.provider_data
+        )
     updates.append(Finish(FinishReason.TOOL_CALLS, usage))
     return updates
