@@ -8,15 +8,28 @@ of this.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from contextlib import AbstractContextManager
+from typing import Any, Final, Protocol
 
 from .._messages import ChatMessage, FinishReason, ToolCall, Usage
 from .._options import RunOptions
 from .._tools import Tool
 from .._updates import Finish, ToolCalled
 
-__all__ = ["ChatObservation", "Observer", "RunObservation", "ToolObservation"]
+__all__ = ["ChatObservation", "Observer", "RunObservation", "ToolObservation", "running"]
+
+_NOTHING: Final = contextlib.nullcontext()
+"""What runs inside an observation without ``running()`` (one, reused: it holds nothing)."""
+
+
+def running(observation: object) -> AbstractContextManager[object]:
+    """What the observed thing runs inside: the observation's optional ``running()``, else
+    nothing (also for no observation at all). Enter and leave it in the task that runs it."""
+    enter = getattr(observation, "running", None)  # optional: observers may predate it
+    context: AbstractContextManager[object] = _NOTHING if enter is None else enter()
+    return context
 
 
 class ChatObservation(Protocol):

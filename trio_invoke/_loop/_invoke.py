@@ -9,11 +9,10 @@ one, and at its end the tool.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 import attrs
 import trio
@@ -28,9 +27,9 @@ from .._tools import Tool
 from .._updates import ToolCalled
 from .._validate import compile_validator, parse_arguments
 from ._channels import primary
-from ._hooks import RunObservation
+from ._hooks import RunObservation, running
 
-__all__ = ["NOTHING", "Entry", "Limits", "Site", "invoke", "not_run", "ready", "really_cancelled"]
+__all__ = ["Entry", "Limits", "Site", "invoke", "not_run", "ready", "really_cancelled"]
 
 
 @attrs.define(eq=False)
@@ -248,10 +247,6 @@ async def _around(
     return called
 
 
-NOTHING: Final = contextlib.nullcontext()
-"""What a call runs in when its observation has no ``running`` (one, reused: it holds nothing)."""
-
-
 async def _observed(
     entry: Entry,
     call: ToolCall,
@@ -267,9 +262,8 @@ async def _observed(
     in (``running()``, if it has one: Telemetry's makes the call's span the current one)."""
     assert site.observation is not None
     observed = site.observation.tool(call, entry.tool, arguments)
-    running = getattr(observed, "running", None)  # optional: observers may predate it
     try:
-        with NOTHING if running is None else running():  # entered and left in this task
+        with running(observed):  # entered and left in this task
             called = await _timed(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )

@@ -46,8 +46,8 @@ from .._updates import (
     ToolCallStart,
 )
 from ._channels import offer, primary, send
-from ._hooks import ChatObservation
-from ._invoke import NOTHING, Site, invoke, not_run, ready, really_cancelled
+from ._hooks import ChatObservation, running
+from ._invoke import Site, invoke, not_run, ready, really_cancelled
 from ._policy import BUDGET_SPENT, RoundOutcome, RoundPlan, turn_reason
 
 if TYPE_CHECKING:
@@ -263,9 +263,8 @@ class Round:
         finish: Finish | None = None
         add, checkpoint_if_cancelled = accumulator.add, trio.lowlevel.checkpoint_if_cancelled
         put, full = events.send_nowait, trio.WouldBlock
-        running = getattr(observed, "running", None)  # optional, as a call observation's
         try:
-            with NOTHING if running is None else running():  # entered and left in this task
+            with running(observed):  # entered and left in this task
                 async with run.inner.run(seen, options) as updates:
                     async for update in updates:
                         if type(update) not in _MODEL_TYPES:
