@@ -10,6 +10,7 @@ in test_accumulate.py.)
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -33,6 +34,7 @@ from trio_invoke import (
     tool,
 )
 from trio_invoke.testing import (
+    json_values,
     scripted_rounds,
     tool_arguments,
     tool_call_streams,
@@ -333,8 +335,8 @@ USER_DEFAULTS = settings(
 )
 
 MANY_CALLS = [
-    ToolCall(f"call_{i}", "search", json.dumps({"query": f"trio {i} " * 8, "page": i}))
-    for i in range(200)
+    ToolCall(f"call_{i}", "search", json.dumps({"query": f"trio {i} " * 24, "page": i}))
+    for i in range(250)
 ]
 
 
@@ -345,7 +347,7 @@ def accumulated(stream: Sequence[AgentResponseUpdate]) -> list[ToolCall]:
     return accumulator.finish()
 
 
-def test_tool_call_streams_of_200_calls_pass_the_health_checks() -> None:
+def test_tool_call_streams_of_250_calls_pass_the_health_checks() -> None:
     @USER_DEFAULTS
     @given(tool_call_streams(MANY_CALLS))
     def user_test(stream: list[AgentResponseUpdate]) -> None:
@@ -412,11 +414,8 @@ def test_a_stream_of_many_calls_shrinks_to_the_call_that_moved() -> None:
         tool_call_streams(SHRINKING_CALLS), lambda s: start_order(s)[0] == "call_9"
     )
     assert all(len(arguments_of(stream, c.id)) == 1 for c in SHRINKING_CALLS)
-    # call_9 first, and the rest in their place (Hypothesis's shrinker at times leaves one
-    # more call moved out of the way: a local minimum, still a small example).
-    others = [c.id for c in SHRINKING_CALLS if c.id != "call_9"]
-    rest = [i for i in start_order(stream) if i != "call_9"]
-    assert rest == others or [i for i in rest if i != rest[0]] == others[1:]
+    # call_9 first, whole, and every other call whole, in its place.
+    assert in_place(stream, [SHRINKING_CALLS[9], *SHRINKING_CALLS[:9], *SHRINKING_CALLS[10:]])
 
 
 def test_a_long_script_shrinks_to_the_rounds_the_failure_needs() -> None:
@@ -508,3 +507,88 @@ def test_long_scripts_are_valid_in_every_round(script: list[list[AgentResponseUp
         ids += [c.id for c in calls]
     assert len(set(ids)) == len(ids)
     assert script[-1][-1].finish_reason in {FinishReason.STOP, FinishReason.LENGTH}
+
+
+# -- every parameter is checked at once, the error naming it ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("max_leaves", "error", "says"),
+    [
+        (0, ValueError, "json_values needs max_leaves >= 1, got 0"),
+        (-3, ValueError, "json_values needs max_leaves >= 1, got -3"),
+        ("3", TypeError, "json_values takes an int for max_leaves, got a str"),
+        (2.5, TypeError, "json_values takes an int for max_leaves, got a float"),
+        (True, TypeError, "json_values takes an int for max_leaves, got a bool"),
+    ],
+)
+def test_json_values_check_max_leaves_at_once(
+    max_leaves: object, error: type[Exception], says: str
+) -> None:
+    # Hypothesis itself would complain only when a test draws from it (or, for "3", with a
+    # bare comparison error), far from the call that was wrong.
+    with pytest.raises(error, match=re.escape(says)):
+        json_values(max_leaves=max_leaves)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("calls", "says"),
+    [
+        (None, "takes a list of ToolCalls for calls, not None"),
+        (ToolCall("a", "f", ""), "not a ToolCall (ToolCall(id='a'"),
+        ("abc", "takes a list of ToolCalls for calls, not a str"),
+    ],
+)
+def test_tool_call_streams_name_calls_that_are_no_list(calls: object, says: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(says)):
+        tool_call_streams(calls)  # type: ignore[arg-type]
+
+
+def test_tool_call_streams_take_any_iterable_of_calls() -> None:
+    calls = [ToolCall(str(i), "f", "{}") for i in range(3)]
+    stream = find(tool_call_streams(c for c in calls), lambda s: True)
+    assert sorted(accumulated(stream), key=lambda c: c.id) == calls
+
+
+@pytest.mark.parametrize(
+    ("max_rounds", "error", "says"),
+    [
+        (4.5, TypeError, "scripted_rounds takes an int for max_rounds, got a float (4.5)"),
+        ("4", TypeError, "scripted_rounds takes an int for max_rounds, got a str"),
+        (None, TypeError, "scripted_rounds takes an int for max_rounds, got None"),
+        (True, TypeError, "scripted_rounds takes an int for max_rounds, got a bool"),
+        (10_001, ValueError, "scripted_rounds needs max_rounds <= 10,000, got 10001"),
+        (10**100, ValueError, "scripted_rounds needs max_rounds <= 10,000"),
+    ],
+)
+def test_scripted_rounds_check_max_rounds_at_once(
+    max_rounds: object, error: type[Exception], says: str
+) -> None:
+    # 4.5 used to pass here and fail in the middle of drawing, with an AttributeError.
+    with pytest.raises(error, match=re.escape(says)):
+        scripted_rounds(["search"], max_rounds=max_rounds)  # type: ignore[arg-type]
+
+
+def test_scripted_rounds_take_the_most_rounds_they_allow() -> None:
+    @USER_DEFAULTS
+    @given(scripted_rounds(["search"], max_rounds=10_000))
+    def user_test(script: list[list[AgentResponseUpdate]]) -> None:
+        assert 1 <= len(script) <= 10_000
+
+    user_test()
+
+
+@pytest.mark.parametrize(
+    ("tools", "says"),
+    [
+        (None, "for tools, not None"),
+        (search, "for tools, not a FunctionTool (<FunctionTool 'search'"),
+        ([search, 3], "item 1 of tools is a int (3)"),
+        (["a", None], "item 1 of tools is None"),
+    ],
+)
+def test_scripted_rounds_name_tools_that_are_neither_tools_nor_names(
+    tools: object, says: str
+) -> None:
+    with pytest.raises(TypeError, match=re.escape(says)):
+        scripted_rounds(tools)  # type: ignore[arg-type]

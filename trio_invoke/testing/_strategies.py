@@ -12,7 +12,7 @@ import functools
 import itertools
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 try:
@@ -24,6 +24,7 @@ except ImportError as exc:  # pragma: no cover - tests/test_extras.py imports it
     ) from exc
 
 from .._messages import FinishReason, ToolCall, Usage
+from .._scripted import _describe
 from .._updates import (
     AgentResponseUpdate,
     Finish,
@@ -40,6 +41,18 @@ __all__ = [
     "tool_arguments",
     "tool_call_streams",
 ]
+
+
+def _whole_number(value: object, name: str, where: str, least: int, most: int | None = None) -> int:
+    """``value``, an int from ``least`` to ``most``; else an error naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{where} takes an int for {name}, got {_describe(value)}")
+    if value < least:
+        raise ValueError(f"{where} needs {name} >= {least}, got {value!r}")
+    if most is not None and value > most:
+        raise ValueError(f"{where} needs {name} <= {most:,}, got {value!r}")
+    return value
+
 
 _TYPES = ("string", "number", "integer", "boolean", "null", "array", "object")
 
@@ -65,7 +78,12 @@ def json_values(*, max_leaves: int = 8) -> st.SearchStrategy[Any]:
 
     Returns:
         A strategy of values that ``json.dumps`` accepts and ``json.loads`` gives back equal.
+
+    Raises:
+        TypeError: ``max_leaves`` is not an int.
+        ValueError: ``max_leaves`` is less than 1.
     """
+    _whole_number(max_leaves, "max_leaves", "json_values", 1)
     return st.recursive(
         _json_scalars(),
         lambda children: st.one_of(
@@ -292,8 +310,10 @@ def _shaped_stream(
     for index, (call, shape) in enumerate(zip(calls, shapes, strict=True)):
         text = call.arguments
         rng = random.Random(shape << 20 | index) if shape else None
-        # Where the call goes first, so that how it is cut does not move it.
-        moves.append((rng.random(), rng.random()) if rng else None)
+        # Where the call goes: from the shape's high bits, so that a smaller shape moves it
+        # nearer the front (the shrinker can walk it there), and before its cuts are drawn,
+        # so that how it is cut does not move it.
+        moves.append((shape / 2**16, rng.random()) if rng else None)
         if rng is None:
             pieces = [text] if text else []
         elif not text:
@@ -361,9 +381,15 @@ def tool_call_streams(calls: Sequence[ToolCall]) -> st.SearchStrategy[list[Agent
         reads empty arguments as no arguments).
 
     Raises:
-        TypeError: an item of ``calls`` is not a :class:`ToolCall`.
+        TypeError: ``calls`` is not an iterable of :class:`ToolCall` (a single call, a str,
+            ``None``), or an item of it is not a :class:`ToolCall`.
         ValueError: two calls have the same id (their streams could not be told apart).
     """
+    if isinstance(calls, ToolCall | str) or not isinstance(calls, Iterable):
+        hint = ": tool_call_streams([call])" if isinstance(calls, ToolCall) else ""
+        raise TypeError(
+            f"tool_call_streams takes a list of ToolCalls for calls, not {_describe(calls)}{hint}"
+        )
     calls = list(calls)
     for call in calls:
         if not isinstance(call, ToolCall):
@@ -417,7 +443,7 @@ def _scripted_rounds(
     tool_names = st.sampled_from([*names, "no_such_tool"])
     for number in range(_few_or_many(draw, 0, max_rounds - 1)):
         if number >= _FREE_ROUNDS:
-            rng = random.Random(draw(_ints(0, 2**32 - 1)))
+            rng = random.Random(draw(_SHAPES))
             round_, serial = _random_round(rng, [*names, "no_such_tool"], serial)
             rounds.append(round_)
             continue
@@ -517,15 +543,35 @@ def scripted_rounds(
         A strategy of scripts: pass one to ``ScriptedChatClient``.
 
     Raises:
-        TypeError: ``tools`` is a single str, not a list of tools or names.
-        ValueError: ``max_rounds`` is less than 1.
+        TypeError: ``tools`` is a single str or tool, not a list of tools or names, or an
+            item of it is neither a str nor a tool; ``max_rounds`` is not an int.
+        ValueError: ``max_rounds`` is less than 1 or more than 10,000.
     """
     if isinstance(tools, str):
         raise TypeError(
             f"scripted_rounds takes a list of tools or of their names, not a str: "
             f"scripted_rounds([{tools!r}])"
         )
-    if max_rounds < 1:
-        raise ValueError(f"scripted_rounds needs max_rounds >= 1, got {max_rounds!r}")
-    names = [t if isinstance(t, str) else t.name for t in tools]
+    given: object = tools  # checked at run time, whatever the annotations say
+    if not isinstance(given, Iterable):
+        hint = ": scripted_rounds([tool])" if isinstance(getattr(tools, "name", None), str) else ""
+        raise TypeError(
+            f"scripted_rounds takes a list of tools or of their names for tools, not "
+            f"{_describe(tools)}{hint}"
+        )
+    _whole_number(max_rounds, "max_rounds", "scripted_rounds", 1, _MOST_ROUNDS)
+    names = []
+    for index, item in enumerate(tools):
+        name = item if isinstance(item, str) else getattr(item, "name", None)
+        if not isinstance(name, str):
+            raise TypeError(
+                f"scripted_rounds takes tools (with a str name) or names, but item {index} of "
+                f"tools is {_describe(item)}"
+            )
+        names.append(name)
     return _scripted_rounds(names, max_rounds)
+
+
+_MOST_ROUNDS: Final = 10_000
+"""The most ``max_rounds`` scripted_rounds takes: a longer script would pass what Hypothesis lets
+one example draw, and could never be drawn."""
