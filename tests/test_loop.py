@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -11,6 +13,7 @@ import trio
 import trio.testing
 
 from trio_invoke import (
+    AgentResponseUpdate,
     ApprovalError,
     ApprovalRequiredTool,
     CallNext,
@@ -749,6 +752,53 @@ async def test_inner_failure_after_tool_calls_answers_them() -> None:
     assert called.is_error
     assert called.result == "Error: not run: the chat client failed (ChatClientError)"
     assert_transcript_valid([*USER, *stream.messages])
+
+
+class TwoTasksFail:
+    """A chat client whose stream runs a nursery of its own, two of whose tasks fail."""
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        yield self._stream()
+
+    async def _stream(self) -> AsyncIterator[AgentResponseUpdate]:
+        yield TextDelta("partial")
+
+        async def fail(exc: Exception) -> None:
+            raise exc
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fail, ValueError("first"))
+            nursery.start_soon(fail, KeyError("second"))
+
+
+async def test_a_group_of_errors_from_the_inner_client_is_the_cause_whole() -> None:
+    with trio.fail_after(5), pytest.raises(ChatClientError, match="2 sub-exceptions") as info:
+        await run_to_completion(FunctionInvokingChatClient(TwoTasksFail()), USER)
+    cause = info.value.__cause__
+    assert isinstance(cause, ExceptionGroup)
+    assert sorted(type(e).__name__ for e in cause.exceptions) == ["KeyError", "ValueError"]
+
+
+@pytest.mark.parametrize("single", [False, True])
+async def test_a_scripted_group_from_the_inner_client(single: bool) -> None:
+    """Several errors: the group is the cause, as raised; one error: that error."""
+    errors: list[Exception] = [OSError("reset")] if single else [OSError("reset"), KeyError("k")]
+    group = ExceptionGroup("mine", errors)
+    model = ScriptedChatClient([[TextDelta("partial"), group]])
+    with pytest.raises(ChatClientError) as info:
+        await run_to_completion(FunctionInvokingChatClient(model), USER)
+    assert info.value.__cause__ is (errors[0] if single else group)
+
+
+async def test_a_group_of_one_library_error_from_the_inner_client_is_that_error() -> None:
+    error = ScriptExhaustedError("gone")
+    model = ScriptedChatClient([[TextDelta("partial"), ExceptionGroup("mine", [error])]])
+    with pytest.raises(ScriptExhaustedError) as info:
+        await run_to_completion(FunctionInvokingChatClient(model), USER)
+    assert info.value is error
 
 
 @pytest.mark.parametrize(
