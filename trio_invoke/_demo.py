@@ -539,7 +539,7 @@ async def amain(
         if getattr(args, "live", bool(args.base_url)):
             live = _live_model(args, printer)
             model = await stack.enter_async_context(live)
-            from .providers._settings import shown_url  # (the live model's extra is in)
+            from .providers._settings import shown_url  # noqa: PLC0415 -- needs the optional httpx2
 
             printer.line(f"model: {args.model} at {shown_url(live.base_url)}")
         else:
