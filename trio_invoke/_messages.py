@@ -141,7 +141,9 @@ def _call_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if "function" in data:  # its nulls are absent, and so is an empty one (as on the wire)
         function = without_nulls(data["function"])
         rest = {key: item for key, item in data.items() if key != "function"}
-        data = MappingProxyType({**rest, "function": function}) if function else rest or EMPTY
+        if function:
+            rest["function"] = function
+        data = MappingProxyType(rest) if rest else EMPTY
     return data
 
 
