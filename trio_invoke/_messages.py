@@ -84,6 +84,7 @@ would be wrong (:func:`_loop_tool_result`)."""
 
 _ERROR_MARK: Final = MappingProxyType({"is_error": True})
 _SUCCESS_MARK: Final = MappingProxyType({"is_error": False})
+_STOP_MARK: Final = "stop_loop"
 
 
 class MessageRole(enum.Enum):
@@ -511,18 +512,35 @@ class ChatMessage:
 
 
 def _loop_tool_result(
-    call: ToolCall, content: str | tuple[ContentPart, ...], *, is_error: bool
+    call: ToolCall,
+    content: str | tuple[ContentPart, ...],
+    *,
+    is_error: bool,
+    stops: bool = False,
 ) -> ChatMessage:
     """The tool message the loop writes for a call's result: ``provider_data["is_error"]`` only
-    where the text, read as ``_LOOP_ERROR`` says, would tell otherwise than ``is_error``.
-    So in the common case -- a success, or the loop's own ``"Error: ..."`` -- it is exactly
+    where the text, read as ``_LOOP_ERROR`` says, would tell otherwise than ``is_error``, and
+    ``provider_data["stop_loop"]`` when ``stops`` (see :func:`_stops_loop`). So in the common
+    case -- a success, or the loop's own ``"Error: ..."`` -- it is exactly
     ``ChatMessage.tool_result(call, content)``, the message a user would build by hand."""
     message = ChatMessage.tool_result(call, content)
     text = message.text
     reads_as_error = "Error: " in text and _LOOP_ERROR.match(text) is not None  # (most don't)
-    if reads_as_error == bool(is_error):
+    if reads_as_error == bool(is_error) and not stops:
         return message
-    return attrs.evolve(message, provider_data=_ERROR_MARK if is_error else _SUCCESS_MARK)
+    data: dict[str, Any] = {}
+    if reads_as_error != bool(is_error):
+        data.update(_ERROR_MARK if is_error else _SUCCESS_MARK)
+    if stops:
+        data[_STOP_MARK] = True
+    return attrs.evolve(message, provider_data=data)
+
+
+def _stops_loop(message: ChatMessage) -> bool:
+    """Whether ``message`` is the result of a call that raised ``StopLoop`` in a batch that
+    paused for approval: the mark (``provider_data["stop_loop"]``, which no wire sends) carries
+    the stop over to the resume, which ends the run once the batch is answered."""
+    return message.role is MessageRole.TOOL and message.provider_data.get(_STOP_MARK) is True
 
 
 @attrs.frozen(repr=False)

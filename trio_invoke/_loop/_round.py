@@ -28,6 +28,7 @@ round is cut short, :meth:`Round.settle` closes it synchronously once its nurser
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
@@ -37,7 +38,14 @@ import trio
 
 from .._accumulate import ToolCallAccumulator
 from .._exceptions import ChatClientError, StopLoop, StreamProtocolError, TrioInvokeError
-from .._messages import ChatMessage, FinishReason, ToolCall, _loop_tool_result
+from .._messages import (
+    ChatMessage,
+    FinishReason,
+    MessageRole,
+    ToolCall,
+    _loop_tool_result,
+    _stops_loop,
+)
 from .._options import ToolApprovalResponse
 from .._updates import (
     MODEL_UPDATES,
@@ -88,6 +96,9 @@ class Round:
     """On resume: the calls the conversation ends with, in call order."""
     decisions: Mapping[str, ToolApprovalResponse] = attrs.field(factory=dict)
     """On resume: the user's answers, by call id."""
+    stopped_before: bool = False
+    """On resume: a call of the batch raised ``StopLoop`` before the pause (its tool message
+    says so), so the run ends once the batch is answered."""
     # -- written by the consumer ----------------------------------------------------------------
     _started: set[str] = attrs.field(factory=set, init=False)
     """Ids of the calls handed to a task."""
@@ -111,7 +122,11 @@ class Round:
     def resume(
         cls, run: Run, calls: Sequence[ToolCall], decisions: Mapping[str, ToolApprovalResponse]
     ) -> Round:
-        round_ = cls(run, RoundPlan(), None, tuple(calls), decisions)
+        answered = itertools.takewhile(
+            lambda message: message.role is MessageRole.TOOL, reversed(run.messages)
+        )
+        stopped = any(_stops_loop(message) for message in answered)
+        round_ = cls(run, RoundPlan(), None, tuple(calls), decisions, stopped)
         round_._positions = {call.id: index for index, call in enumerate(round_.pending)}
         return round_
 
@@ -142,6 +157,7 @@ class Round:
             failed += called.is_error
             stopped += isinstance(called.exception, StopLoop)
         results = len(self._results)
+        stopped += self.stopped_before
         return RoundOutcome(turn.reason, len(turn.calls), 0 < results == failed, stopped > 0)
 
     def messages(self) -> list[ChatMessage]:
@@ -151,10 +167,14 @@ class Round:
         turn = self._turn
         assert turn is not None
         out = [turn.message] if turn.message is not None else []
+        paused = turn.reason is FinishReason.AWAITING_APPROVAL
         for call in turn.calls:
             called = self._results.get(call.id)
             if called is not None:
-                out.append(_loop_tool_result(call, called.content, is_error=called.is_error))
+                stops = paused and isinstance(called.exception, StopLoop)  # kept for the resume
+                out.append(
+                    _loop_tool_result(call, called.content, is_error=called.is_error, stops=stops)
+                )
         return out
 
     def settle(self, *, not_started: str, started: str) -> list[AgentResponseUpdate]:
