@@ -142,6 +142,10 @@ class FunctionInvokingChatClient:
             until then; a process tool's worker is killed.
         max_concurrency: The most calls that execute at once: an int (per run) or a
             ``trio.CapacityLimiter`` to share one cap between runs and clients. ``None``: no cap.
+            A round's calls queued for a slot start in call order (with ``eager_tools`` too: a
+            call whose arguments end first still waits for the calls streamed before it); runs
+            that share a limiter take its slots by turns. Waiting for a slot is not run time
+            (``tool_timeout`` starts once the call has its slot).
         sequential: Run each round's calls one by one in call order instead of concurrently.
         max_tool_calls: The most calls one run answers, counted across rounds in call order
             (every call the model makes counts, rejected and invalid ones too); calls over the

@@ -19,8 +19,10 @@ A round opens a nursery and two memory channels, standing in for the seed's mpsc
 
 Each piece of state has one writer: the consumer feeds the accumulator and claims calls
 (``_started``); each call task records when its tool began to run (``_began``) and its own
-result once it is in ``events`` (``_results``); the loop side takes the turn. When a round is
-cut short, :meth:`Round.settle` closes it synchronously once its nursery is gone.
+result once it is in ``events`` (``_results``); the loop side takes the turn. Under a
+concurrency limiter the calls take their slots in call order (``_invoke.CallOrder``): each call
+task passes its own turn, the consumer those of the calls that do not run in the round. When a
+round is cut short, :meth:`Round.settle` closes it synchronously once its nursery is gone.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from .._updates import (
 )
 from ._channels import offer, primary, send
 from ._hooks import ChatObservation, running
-from ._invoke import Site, invoke, not_run, ready, really_cancelled
+from ._invoke import CallOrder, Site, answered, invoke, not_run, really_cancelled
 from ._policy import BUDGET_SPENT, RoundOutcome, RoundPlan, turn_reason
 
 if TYPE_CHECKING:
@@ -217,7 +219,7 @@ class Round:
         with events, turns:
             if self.accumulator is None:  # a resume: its round is counted once it plays
                 message, calls, reason = None, self.pending, FinishReason.TOOL_CALLS
-                self._site = self.run.site(tuple(self.run.messages))
+                self._site = self._ordered(self.run.site(tuple(self.run.messages)))
             else:
                 model_reason = await self._stream(events, nursery)
                 calls = tuple(self.accumulator.finish())
@@ -245,7 +247,15 @@ class Round:
                 for call in waiting:
                     await send(events, ToolApprovalRequest(call))
             turns.send_nowait(Turn(message, calls, reason))  # capacity 1, sent once
-            if not run_now or reason not in _RUNS_CALLS:
+            if reason not in _RUNS_CALLS:
+                run_now = ()
+            order = self._site.order
+            if order is not None:  # the calls that do not run hold up none that do
+                runs = {call.id for call in run_now}
+                for call in calls:
+                    if call.id not in runs and call.id not in self._started:
+                        order.passed(call.id)
+            if not run_now:
                 return
             calls = run_now
             if self.run.sequential:
@@ -277,6 +287,7 @@ class Round:
         seen = tuple(run.messages)
         if run.limits.middleware or run.observation is not None:
             self._site = run.site(seen)  # only middleware and observers are told where
+        self._site = self._ordered(self._site)  # before any call starts (eager start)
         observed: ChatObservation | None = None
         if run.observation is not None:
             observed = run.observation.chat(run.inner, seen, options)
@@ -334,8 +345,11 @@ class Round:
         approval only the calls that need approval wait (the pause lists them last)."""
         assert self.accumulator is not None
         if type(update) is ToolCallStart:
-            if not self.run.per_call_approval and self.run.needs_approval(update.name):
-                self._approval_at = min(self._approval_at, self.accumulator.position(update.id))
+            if not self.run.per_call_approval:
+                if self.run.needs_approval(update.name):
+                    self._approval_at = min(self._approval_at, self.accumulator.position(update.id))
+            elif self._site.order is not None and self.run.needs_approval(update.name):
+                self._site.order.passed(update.id)  # it waits for approval: not in this round
         elif (
             ended is not None
             and self.accumulator.position(ended.id) < self._approval_at
@@ -370,9 +384,9 @@ class Round:
         """The call's answer, to await: its result, or why it is not run (a coroutine of its
         own only for a call that runs)."""
         if self.plan.withheld is not None:
-            return ready(not_run(call, self.plan.withheld))
+            return answered(not_run(call, self.plan.withheld), self._site)
         if not self.run.policy.allows(self._position(call)):
-            return ready(not_run(call, BUDGET_SPENT))
+            return answered(not_run(call, BUDGET_SPENT), self._site)
         run = self.run
         return invoke(
             call,
@@ -387,6 +401,15 @@ class Round:
         if self.accumulator is not None:
             return self.accumulator.position(call.id)
         return self._positions[call.id]
+
+    def _ordered(self, site: Site) -> Site:
+        """``site``, with the round's :class:`CallOrder` under a concurrency limiter."""
+        if self.run.limits.limiter is None:
+            return site
+        place = self._positions.__getitem__
+        if self.accumulator is not None:
+            place = self.accumulator.position
+        return attrs.evolve(site, order=CallOrder(place))
 
 
 def _failure(run: Run, exc: BaseException) -> BaseException:
