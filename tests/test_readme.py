@@ -232,3 +232,13 @@ def test_the_editable_environment_has_what_the_whole_suite_needs() -> None:
     brought = {"hypothesis", "trio-parallel"}  # by the testing and process extras
     needed = {_name(r) for r in pyproject["dependency-groups"]["tests"]} - brought
     assert needed <= {_name(r) for r in plain.split()}
+
+
+def test_install_names_every_extra() -> None:
+    """Install's table has a row for each extra, and its commands install each one."""
+    pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = set(pyproject["project"]["optional-dependencies"])
+    install = README.read_text(encoding="utf-8").split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"^\| `(\w+)` \|", install, re.M)) == extras
+    commands = re.findall(r'^\.venv/bin/pip install "\.\[([\w,]+)\]"', install, re.M)
+    assert {extra for named in commands for extra in named.split(",")} == extras
