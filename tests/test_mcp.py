@@ -386,6 +386,27 @@ def test_bad_targets_are_configuration_errors(make: Any, match: str) -> None:
         make()
 
 
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"env": {"A": 1}}, r"env\['A'\] must be a str"),
+        ({"env": {"A": None}}, r"env\['A'\] must be a str"),
+        ({"env": {"A": "x\0y"}}, "without NUL"),
+        ({"env": {1: "x"}}, "env names"),
+        ({"env": {"": "x"}}, "env names"),
+        ({"env": {"A=B": "x"}}, "env names"),
+        ({"env": ["A=1"]}, "env must be a mapping"),
+        ({"env": "A=1"}, "env must be a mapping"),
+        ({"cwd": 3}, "cwd must be a str or a path"),
+    ],
+)
+def test_bad_stdio_environments_are_configuration_errors(
+    options: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        MCPServer.stdio("python", **options)
+
+
 def test_option_names_must_be_strings() -> None:
     with pytest.raises(ConfigurationError, match="tool names"):
         MCPServer.stdio("python", require_approval=["ok", 3])
