@@ -124,8 +124,8 @@ def installs_from_pypi(error: str) -> list[str]:
     PyPI: an install command must name a checkout (``".[openai]"``) or the git URL."""
     return [
         argument
-        for argument in re.findall(r"pip install (\S+)", error)
-        if re.search(r"trio[-_]invoke", argument) and "@git+https://" not in argument
+        for argument in re.findall(r'pip install ("[^"]*"|\S+)', error)
+        if re.search(r"trio[-_]invoke", argument) and not re.search(r"@\s*git\+https://", argument)
     ]
 
 
@@ -247,7 +247,7 @@ def test_a_missing_extra_names_a_command_that_installs_it(tmp_path: Path) -> Non
     assert errors, "blocking every extra's modules made no import fail: is the block working?"
     assert [command for error in errors for command in installs_from_pypi(error)] == []
     assert all(
-        re.search(r'pip install "trio_invoke\[\w+\]"@git\+https://', error) for error in errors
+        re.search(r'pip install "trio-invoke\[\w+\] @ git\+https://\S+"', error) for error in errors
     ), errors
 
 

@@ -1646,7 +1646,7 @@ def test_import_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     for name in [m for m in sys.modules if m.startswith("trio_invoke.mcp")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.delattr(trio_invoke, "mcp", raising=False)
-    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[mcp\]"'):
+    with pytest.raises(ImportError, match=r'pip install "trio-invoke\[mcp\] @ git\+https://'):
         importlib.import_module("trio_invoke.mcp")
 
 

@@ -898,7 +898,7 @@ def test_import_without_opentelemetry_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     for name in [n for n in sys.modules if n.startswith("trio_invoke.otel")]:
         monkeypatch.delitem(sys.modules, name)
-    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[otel\]"'):
+    with pytest.raises(ImportError, match=r'pip install "trio-invoke\[otel\] @ git\+https://'):
         import trio_invoke.otel  # noqa: F401
 
 

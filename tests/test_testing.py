@@ -180,7 +180,7 @@ def test_a_strategy_without_hypothesis_names_the_extra(monkeypatch: pytest.Monke
     monkeypatch.delitem(vars(trio_invoke.testing), "tool_arguments", raising=False)
     with pytest.raises(
         ImportError,
-        match=r'tool_arguments needs .* "trio_invoke\[testing\]"@git\+https://\S+ '
+        match=r'tool_arguments needs .* "trio-invoke\[testing\] @ git\+https://\S+" '
         r'\(from a checkout: pip install "\.\[testing\]"\)$',
     ):
         from trio_invoke.testing import tool_arguments  # noqa: F401
@@ -220,7 +220,7 @@ def test_the_kit_works_without_hypothesis_and_strategies_name_the_extra() -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
         "trio_invoke.testing.json_values needs Hypothesis, which is not installed: "
-        'pip install "trio_invoke[testing]"@git+https://github.com/trio-invoke/trio_invoke '
+        'pip install "trio-invoke[testing] @ git+https://github.com/trio-invoke/trio_invoke" '
         '(from a checkout: pip install ".[testing]")\n'
     )
 

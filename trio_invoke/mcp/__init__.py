@@ -16,7 +16,7 @@ try:
 except ImportError as _exc:  # pragma: no cover - the test hides mcp and re-imports this module
     raise ImportError(
         "trio_invoke.mcp needs the MCP SDK, which is not installed: "
-        'pip install "trio_invoke[mcp]"@git+https://github.com/trio-invoke/trio_invoke '
+        'pip install "trio-invoke[mcp] @ git+https://github.com/trio-invoke/trio_invoke" '
         '(from a checkout: pip install ".[mcp]")'
     ) from _exc
 

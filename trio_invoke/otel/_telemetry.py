@@ -24,7 +24,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the test hides opentelemetry and re-imports
     raise ImportError(
         "trio_invoke.otel needs opentelemetry-api, which is not installed: "
-        'pip install "trio_invoke[otel]"@git+https://github.com/trio-invoke/trio_invoke '
+        'pip install "trio-invoke[otel] @ git+https://github.com/trio-invoke/trio_invoke" '
         '(from a checkout: pip install ".[otel]")'
     ) from exc
 

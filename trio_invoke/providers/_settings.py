@@ -26,7 +26,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extras sessions import this without httpx2
     raise ImportError(
         "trio_invoke's HTTP clients need httpx2, which is not installed: "
-        'pip install "trio_invoke[openai]"@git+https://github.com/trio-invoke/trio_invoke '
+        'pip install "trio-invoke[openai] @ git+https://github.com/trio-invoke/trio_invoke" '
         '(from a checkout: pip install ".[openai]")'
     ) from exc
 

@@ -81,7 +81,7 @@ def __getattr__(name: str) -> _Any:
     except ImportError as exc:
         raise ImportError(
             f"trio_invoke.testing.{name} needs Hypothesis, which is not installed: "
-            'pip install "trio_invoke[testing]"@git+https://github.com/trio-invoke/trio_invoke '
+            'pip install "trio-invoke[testing] @ git+https://github.com/trio-invoke/trio_invoke" '
             '(from a checkout: pip install ".[testing]")'
         ) from exc
     value = getattr(module, name)

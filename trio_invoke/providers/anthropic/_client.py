@@ -44,7 +44,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-imports this module
     raise ImportError(
         "AnthropicChatClient needs httpx2, which is not installed: "
-        'pip install "trio_invoke[anthropic]"@git+https://github.com/trio-invoke/trio_invoke '
+        'pip install "trio-invoke[anthropic] @ git+https://github.com/trio-invoke/trio_invoke" '
         '(from a checkout: pip install ".[anthropic]")'
     ) from exc
 

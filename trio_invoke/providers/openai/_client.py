@@ -37,7 +37,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-imports this module
     raise ImportError(
         "OpenAIChatClient needs httpx2, which is not installed: "
-        'pip install "trio_invoke[openai]"@git+https://github.com/trio-invoke/trio_invoke '
+        'pip install "trio-invoke[openai] @ git+https://github.com/trio-invoke/trio_invoke" '
         '(from a checkout: pip install ".[openai]")'
     ) from exc
 
