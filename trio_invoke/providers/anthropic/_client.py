@@ -48,6 +48,7 @@ except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-im
     ) from exc
 
 from .._http import RetryPolicy, SSEStream, checked_timeout
+from .._provider_name import gen_ai_provider
 from .._settings import (
     Pooled,
     api_key_from,
@@ -247,6 +248,11 @@ class AnthropicChatClient(Pooled):
     """Called before each retry (see the ``on_retry`` argument); ``None``: nothing is."""
     url: str = attrs.field(init=False)
     """``{base_url}/v1/messages``."""
+    provider_name: str = attrs.field(init=False)
+    """Who serves ``base_url``, told from its host, as OpenTelemetry's GenAI conventions name
+    it (``"anthropic"``; ``"deepseek"`` or ``"moonshot_ai"`` for their Anthropic-compatible
+    APIs, ...; ``"anthropic"`` for a host it does not know): ``trio_invoke.otel``'s
+    ``gen_ai.provider.name``."""
     _retry: RetryPolicy = attrs.field(init=False)
     _headers: dict[str, str] = attrs.field(init=False)
     _pool: httpx2.AsyncClient | None = attrs.field(init=False, default=None)
@@ -256,6 +262,7 @@ class AnthropicChatClient(Pooled):
         self.retry_backoff = float(self.retry_backoff)
         self.max_retry_delay = float(self.max_retry_delay)
         self.url = endpoint(self.base_url, "/v1/messages")
+        self.provider_name = gen_ai_provider(self.base_url, "anthropic")
         thinking = self.thinking
         if (
             thinking is not None

@@ -29,6 +29,7 @@ from ..._messages import ChatMessage
 from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate
+from .._provider_name import gen_ai_provider
 from ._decode import ChunkDecoder, error_message
 from ._wire import ProviderFamily, provider_family, wire_messages
 
@@ -198,6 +199,10 @@ class OpenAIChatClient(Pooled):
     family: ProviderFamily = attrs.field(init=False)
     """The provider family, told from ``base_url``'s host: it decides how a conversation goes
     back (reasoning, OpenRouter's ``reasoning_details``)."""
+    provider_name: str = attrs.field(init=False)
+    """Who serves ``base_url``, told from its host, as OpenTelemetry's GenAI conventions name
+    it (``"openai"``, ``"azure.ai.openai"``, ``"groq"``, ``"gcp.gemini"``, ...; ``"openai"``
+    for a host it does not know): ``trio_invoke.otel``'s ``gen_ai.provider.name``."""
     _retry: RetryPolicy = attrs.field(init=False)
     _headers: dict[str, str] = attrs.field(init=False)
     _pool: httpx2.AsyncClient | None = attrs.field(init=False, default=None)
@@ -208,6 +213,7 @@ class OpenAIChatClient(Pooled):
         self.max_retry_delay = float(self.max_retry_delay)
         self.url = endpoint(self.base_url, "/chat/completions")
         self.family = provider_family(self.base_url)
+        self.provider_name = gen_ai_provider(self.base_url, "openai")
         if self.send_reasoning and not self.family.takes_reasoning:
             raise ConfigurationError(
                 f"send_reasoning=True cannot apply to {self.base_url}: the {self.family.name} "
