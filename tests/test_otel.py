@@ -1223,6 +1223,10 @@ async def test_a_model_call_over_http_is_described_on_its_span_and_its_metrics(
         "server.port": server.port,
     }
     assert where.items() <= dict(chat.attributes or {}).items()
+    # What the response said of itself: the model that answered and the completion's id.
+    assert (chat.attributes or {})["gen_ai.response.model"] == "m-0613"
+    assert (chat.attributes or {})["gen_ai.response.id"] == "chatcmpl-1"
+    where["gen_ai.response.model"] = "m-0613"  # on the metrics too; the id is not
     (duration,) = otel.points("gen_ai.client.operation.duration")
     assert dict(duration.attributes) == where
     tokens = otel.points("gen_ai.client.token.usage")
@@ -1233,3 +1237,79 @@ async def test_a_model_call_over_http_is_described_on_its_span_and_its_metrics(
             "gen_ai.token.type": point.attributes["gen_ai.token.type"],
         }
     assert otel.opened.open == set()
+
+
+async def test_an_anthropic_response_names_its_model_and_id_on_the_chat_span(otel: Otel) -> None:
+    from anthropic_streams import MODEL, message_end, message_start, text_block
+    from sse_server import Reply, SSEServer
+
+    body = message_start(msg_id="msg_01XYZ") + text_block(0, "hi") + message_end()
+    server = SSEServer([Reply([body])])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        async with trio_invoke.AnthropicChatClient("claude-x", base_url=server.root) as model:
+            agent = FunctionInvokingChatClient(model, telemetry=otel.telemetry())
+            with trio.fail_after(10):
+                await agent.get_response(USER)
+        nursery.cancel_scope.cancel()
+    (chat,) = otel.named("chat")
+    attributes = chat.attributes or {}
+    assert attributes["gen_ai.provider.name"] == "anthropic"
+    assert attributes["gen_ai.request.model"] == "claude-x"
+    assert attributes["gen_ai.response.model"] == MODEL
+    assert attributes["gen_ai.response.id"] == "msg_01XYZ"
+    assert (attributes["server.address"], attributes["server.port"]) == ("127.0.0.1", server.port)
+
+
+@pytest.mark.parametrize("eager", [False, True])
+async def test_a_model_call_a_tool_makes_is_not_the_runs(otel: Otel, eager: bool) -> None:
+    # A tool that calls a model itself (no telemetry of its own), started while the run's
+    # model still streams (eager): what that response says of itself is not the run's model
+    # call's, even when the run's model names neither its model nor an id.
+    from sse_server import Reply, SSEServer
+
+    def body(chunk: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+
+    call = {"index": 0, "id": "c1", "function": {"name": "ask", "arguments": "{}"}}
+    model_replies = [
+        Reply([body({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})]),
+        Reply([body({"choices": [{"index": 0, "delta": {"content": "ok"}}]})]),
+    ]
+    tool_reply = Reply(
+        [body({"id": "tool-response", "model": "tool-model", "choices": [
+            {"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]})]
+    )  # fmt: skip
+    model_server, tool_server = SSEServer(model_replies), SSEServer([tool_reply])
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(model_server.serve)
+        await nursery.start(tool_server.serve)
+        async with trio_invoke.OpenAIChatClient("m", base_url=tool_server.url) as helper:
+
+            @tool
+            async def ask() -> str:
+                """Asks another model."""
+                text = ""
+                async with helper.run([ChatMessage.user("?")]) as updates:
+                    async for update in updates:
+                        if isinstance(update, TextDelta):
+                            text += update.text
+                return text
+
+            async with trio_invoke.OpenAIChatClient("m", base_url=model_server.url) as model:
+                agent = FunctionInvokingChatClient(
+                    model, [ask], telemetry=otel.telemetry(), eager_tools=eager
+                )
+                with trio.fail_after(10):
+                    result = await run_to_completion(agent, USER)
+        nursery.cancel_scope.cancel()
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert (called.result, called.is_error) == ("x", False)  # the tool's model answered
+    chats = otel.named("chat")
+    assert len(chats) == 2
+    for chat in chats:
+        assert "gen_ai.response.id" not in (chat.attributes or {})
+        assert "gen_ai.response.model" not in (chat.attributes or {})
+    for point in otel.points("gen_ai.client.operation.duration"):
+        assert "gen_ai.response.model" not in point.attributes

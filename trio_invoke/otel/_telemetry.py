@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from .._content import ContentPart, ImagePart, TextPart
+from .._facts import RESPONSE_FACTS, ResponseFacts
 from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
 from .._options import RunOptions
 from .._text import wire_text
@@ -194,7 +195,9 @@ class Telemetry:
       ``"gcp.gemini"``, ``"anthropic"``, ...; a client of your own may declare one, or have
       none), ``server.address`` / ``server.port`` (from its ``base_url`` attribute, if it is an
       http(s) URL), all set as the span starts; ``gen_ai.usage.*``,
-      ``gen_ai.response.finish_reasons``.
+      ``gen_ai.response.finish_reasons``, and ``gen_ai.response.model`` /
+      ``gen_ai.response.id`` when the response names them (the built-in clients read them
+      from the stream; a client of your own does not report them).
     * ``execute_tool {name}``, kind ``INTERNAL``, one per tool call that runs (not for rejected,
       unknown, invalid or budgeted-out calls, nor in a run whose span is not recorded -- no SDK,
       or not sampled): ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
@@ -215,7 +218,7 @@ class Telemetry:
     Metrics: ``gen_ai.client.token.usage`` (histogram of tokens per model call, by
     ``gen_ai.token.type`` ``input`` / ``output``) and ``gen_ai.client.operation.duration``
     (histogram of seconds per model call, with ``error.type`` when it failed), with the chat
-    span's operation, provider, model and server attributes.
+    span's operation, provider, model, server and response model attributes.
 
     Args:
         tracer_provider: Where spans go; default: the global one (set it once per process).
@@ -349,15 +352,20 @@ class _Chat:
     started: float
     context: otel_context.Context
     """The run's context with this call's span current: what the inner client streams in."""
+    facts: ResponseFacts = attrs.field(factory=ResponseFacts)
+    """What the response says of itself (a built-in client's decoder fills it in)."""
 
     def running(self) -> _Current:
-        return _Current(self.context)
+        return _Current(self.context, self.facts)
 
     def end(
         self, finish: Finish | None, message: ChatMessage | None, error: BaseException | None
     ) -> None:
         span = self.span
         usage = finish.usage if finish is not None else None
+        response_model = self.facts.model
+        if response_model is not None:  # (a metric attribute too; the id is not: one per call)
+            self.attributes[names.RESPONSE_MODEL] = wire_text(response_model)
         metric_attributes = dict(self.attributes)
         if error is not None:
             metric_attributes[names.ERROR_TYPE] = _error_name(error)
@@ -387,6 +395,10 @@ class _Chat:
     ) -> None:
         usage = finish.usage if finish is not None else None
         if span.is_recording():
+            if names.RESPONSE_MODEL in self.attributes:
+                span.set_attribute(names.RESPONSE_MODEL, self.attributes[names.RESPONSE_MODEL])
+            if self.facts.id is not None:
+                span.set_attribute(names.RESPONSE_ID, wire_text(self.facts.id))
             _set_usage(span, usage)
             if finish is not None:
                 span.set_attribute(names.RESPONSE_FINISH_REASONS, [finish.finish_reason.value])
@@ -401,17 +413,25 @@ class _Chat:
 
 class _Current:
     """Makes ``context`` the current OpenTelemetry context while a call runs (attached and
-    detached in the call's task, so the tool's code and its sync tool's thread see it)."""
+    detached in the call's task, so the tool's code and its sync tool's thread see it).
 
-    __slots__ = ("_context", "_token")
+    It also sets where a response's id and model go (``_facts.RESPONSE_FACTS``): a model
+    call's ``facts``, or nowhere for a tool call -- whose task may have been started while the
+    model streamed (eager start), and whose own model calls are not the run's.
+    """
 
-    def __init__(self, context: otel_context.Context) -> None:
+    __slots__ = ("_context", "_facts", "_facts_token", "_token")
+
+    def __init__(self, context: otel_context.Context, facts: ResponseFacts | None = None) -> None:
         self._context = context
+        self._facts = facts
 
     def __enter__(self) -> None:
         self._token = otel_context.attach(self._context)
+        self._facts_token = RESPONSE_FACTS.set(self._facts)
 
     def __exit__(self, *exc_info: object) -> None:
+        RESPONSE_FACTS.reset(self._facts_token)
         otel_context.detach(self._token)
 
 

@@ -32,6 +32,7 @@ import attrs
 import trio
 
 from ..._exceptions import ConfigurationError
+from ..._facts import RESPONSE_FACTS
 from ..._messages import ChatMessage, Usage
 from ..._once import entered_once
 from ..._options import RunOptions
@@ -386,7 +387,7 @@ class _Turn:
     def _new_decoder(self) -> AnthropicDecoder:
         more = self._continuations < self._client.max_continuations
         prefix = f"{self._continuations}." if self._continuations else ""
-        return AnthropicDecoder(key_prefix=prefix, continue_pause=more)
+        return AnthropicDecoder(key_prefix=prefix, continue_pause=more, facts=RESPONSE_FACTS.get())
 
     async def start(self) -> None:
         self._response, self._stream = await self._client._open(

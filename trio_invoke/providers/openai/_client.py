@@ -25,6 +25,7 @@ from typing import Any, Final
 import attrs
 
 from ..._exceptions import ConfigurationError
+from ..._facts import RESPONSE_FACTS
 from ..._messages import ChatMessage
 from ..._once import entered_once
 from ..._options import RunOptions
@@ -299,7 +300,9 @@ class OpenAIChatClient(Pooled):
         body = self.request_body(messages, options)
         async with AsyncExitStack() as stack:
             http = await self._http(stack)
-            response, stream = await self._post(http, body, ChunkDecoder(), error_message)
+            response, stream = await self._post(
+                http, body, ChunkDecoder(RESPONSE_FACTS.get()), error_message
+            )
             stack.push_async_callback(response.aclose)
             stack.push_async_callback(stream.aclose)
             yield stream
