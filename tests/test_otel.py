@@ -1313,3 +1313,28 @@ async def test_a_model_call_a_tool_makes_is_not_the_runs(otel: Otel, eager: bool
         assert "gen_ai.response.model" not in (chat.attributes or {})
     for point in otel.points("gen_ai.client.operation.duration"):
         assert "gen_ai.response.model" not in point.attributes
+
+
+async def test_a_client_whose_attributes_raise_runs_as_without_telemetry(otel: Otel) -> None:
+    # A wrapper that looks everything up (``__getattr__``) and raises KeyError, or a property
+    # that raises: telemetry only watches, the run goes on with the span less described.
+    class Wrapper:
+        def __init__(self) -> None:
+            self.inner = ScriptedChatClient(["hello"])
+
+        def __getattr__(self, name: str) -> Any:
+            raise KeyError(name)
+
+        def run(self, messages: Sequence[ChatMessage], options: RunOptions | None = None) -> Any:
+            return self.inner.run(messages, options)
+
+    agent = FunctionInvokingChatClient(Wrapper(), telemetry=otel.telemetry())
+    with trio.fail_after(10):
+        response = await agent.get_response(USER)
+    assert response.text == "hello"
+    (chat,) = otel.named("chat")
+    assert chat.name == "chat"
+    assert dict(chat.attributes or {}) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.response.finish_reasons": ("stop",),
+    }

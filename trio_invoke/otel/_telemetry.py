@@ -111,8 +111,13 @@ def _message(message: ChatMessage, finish_reason: str | None = None) -> dict[str
 
 
 def _text_attribute(client: object, name: str) -> str | None:
-    """The client's attribute ``name`` if it is a non-empty ``str`` (as valid Unicode)."""
-    value = getattr(client, name, None)
+    """The client's attribute ``name`` if it is a non-empty ``str`` (as valid Unicode); ``None``
+    if it has none, or reading it raised (a property, a ``__getattr__`` raising ``KeyError``:
+    telemetry only watches, and the client works without it)."""
+    try:
+        value = getattr(client, name, None)
+    except Exception:
+        return None
     return wire_text(value) if isinstance(value, str) and value else None
 
 
@@ -287,8 +292,8 @@ class _Run:
             attributes[names.PROVIDER_NAME] = provider
         if model:
             attributes[names.REQUEST_MODEL] = model
-        base_url = getattr(client, "base_url", None)
-        server = _server(base_url) if isinstance(base_url, str) else None
+        base_url = _text_attribute(client, "base_url")
+        server = _server(base_url) if base_url is not None else None
         if server is not None:
             attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = server
         # (at the span's start, where a sampler sees them, as the conventions ask)
