@@ -1338,3 +1338,16 @@ async def test_a_client_whose_attributes_raise_runs_as_without_telemetry(otel: O
         "gen_ai.operation.name": "chat",
         "gen_ai.response.finish_reasons": ("stop",),
     }
+
+
+def test_a_base_url_set_later_names_its_provider(otel: Otel) -> None:
+    client = trio_invoke.OpenAIChatClient("m", base_url="https://api.openai.com/v1")
+    client.base_url = "https://api.groq.com/openai/v1"
+    assert client.provider_name == "groq"
+    attributes = chat_span_of(otel, client).attributes or {}
+    assert (attributes["gen_ai.provider.name"], attributes["server.address"]) == (
+        "groq",
+        "api.groq.com",
+    )
+    with pytest.raises(AttributeError, match="derived"):
+        client.provider_name = "openai"

@@ -75,6 +75,7 @@ REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 _MESSAGE_KEYS: Final = frozenset({"role", "content", "tool_calls", "name", "tool_call_id"})
 _MODELLED_KEYS: Final = _MESSAGE_KEYS.union(REASONING_FIELDS)
 _CALL_KEYS: Final = frozenset({"id", "type", "function"})
+_FUNCTION_KEYS: Final = frozenset({"name", "arguments"})
 _LOOP_ERROR: Final = re.compile(r"(?:\[arguments replaced by the user: .*?\] )?Error: ", re.S)
 """The loop's error text: ``"Error: ..."``, after the note of replaced arguments if any. The one
 definition of it: a tool message without ``provider_data["is_error"]`` is an error result when
@@ -137,13 +138,25 @@ def _call_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
         raise ValueError(f"ToolCall.provider_data must be a mapping, got {preview(value)}")
     data = json_object(without_nulls(value), "ToolCall.provider_data")
     check_call_keys(data, "ToolCall.provider_data")
+    if "function" in data:  # its nulls are absent, and so is an empty one (as on the wire)
+        function = without_nulls(data["function"])
+        rest = {key: item for key, item in data.items() if key != "function"}
+        data = MappingProxyType({**rest, "function": function}) if function else rest or EMPTY
     return data
 
 
 def check_call_keys(data: Mapping[str, Any], where: str) -> None:
-    """A call's provider data holds none of the keys the call models (``id``, ``type``,
-    ``function``): ``ValueError`` naming them."""
-    clash = sorted(_CALL_KEYS.intersection(data))
+    """A call's provider data holds none of the keys the call models (``id``, ``type``, and in
+    ``function`` -- an object of the function's other keys -- ``name`` and ``arguments``):
+    ``ValueError`` naming them."""
+    clash = sorted(_CALL_KEYS.difference({"function"}).intersection(data))
+    function = data.get("function", EMPTY)
+    if not isinstance(function, Mapping):
+        raise ValueError(
+            f"{where} 'function' must be an object (the function's keys beyond 'name' and "
+            f"'arguments'), got {preview(function)}"
+        )
+    clash += sorted(f"function.{key}" for key in _FUNCTION_KEYS.intersection(function))
     if clash:
         raise ValueError(f"{where} may not set {', '.join(map(repr, clash))}")
 
@@ -166,7 +179,9 @@ class ToolCall:
         default=EMPTY, kw_only=True, converter=_call_extra, hash=False, repr=show
     )
     """Keys of the call object beyond ``id``, ``type`` and ``function`` (Gemini's
-    ``extra_content``, ...), kept unchanged; see the module docstring."""
+    ``extra_content``, ...), kept unchanged; see the module docstring. Keys of its ``function``
+    object beyond ``name`` and ``arguments`` are kept the same way, as an object under
+    ``"function"``."""
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         return reduce_value(self)
@@ -176,13 +191,12 @@ class ToolCall:
 
         Text that is not valid Unicode is made valid as :meth:`ChatMessage.to_dict` says.
         """
-        data: dict[str, Any] = {
-            "id": wire_text(self.id),
-            "type": "function",
-            "function": {"name": wire_text(self.name), "arguments": wire_text(self.arguments)},
-        }
+        function = {"name": wire_text(self.name), "arguments": wire_text(self.arguments)}
+        data: dict[str, Any] = {"id": wire_text(self.id), "type": "function", "function": function}
         if self.provider_data:
-            data.update(wire_json(self.provider_data))
+            extra = wire_json(self.provider_data)
+            function.update(extra.pop("function", ()))  # the function's own other keys
+            data.update(extra)
         return data
 
     @classmethod
@@ -216,6 +230,9 @@ class ToolCall:
                 f"got {preview(arguments)}{at}"
             )
         extra = {k: v for k, v in data.items() if k not in _CALL_KEYS and v is not None}
+        if not _FUNCTION_KEYS.issuperset(function):  # (nearly every call: only the two)
+            more = {k: v for k, v in function.items() if k not in _FUNCTION_KEYS}
+            extra["function"] = more  # (its nulls are dropped as the call's own are)
         return cls(call_id, name, arguments, provider_data=_json(extra, "tool call", at))
 
 

@@ -47,6 +47,25 @@ from ._stream import ChatResponse, InvocationStream
 __all__ = ["FunctionInvokingChatClient"]
 
 _NO_OPTIONS = RunOptions()
+_SETTINGS = frozenset(
+    {
+        "inner",
+        "max_rounds",
+        "on_max_rounds",
+        "tool_timeout",
+        "max_concurrency",
+        "sequential",
+        "max_tool_calls",
+        "max_consecutive_errors",
+        "include_detailed_errors",
+        "eager_tools",
+        "approval",
+        "middleware",
+        "telemetry",
+        "max_tool_threads",
+    }
+)
+"""The constructor's arguments that stay attributes of the client (all but ``tools``)."""
 
 
 def _merge_tools(static: Mapping[str, Entry], provider: Iterable[Tool]) -> dict[str, Entry]:
@@ -158,6 +177,10 @@ class FunctionInvokingChatClient:
             take Trio's own thread slots, so abandoned ones (timed out or cancelled, still
             running) can hold up other sync tools, never the rest of the program.
 
+    Each argument but ``tools`` is an attribute of the same name. One assigned later
+    (``agent.max_rounds = 3``) is checked as the constructor checks it, and takes effect from
+    the next run; runs already going keep what they started with.
+
     Raises:
         ConfigurationError: an option is out of range, two tools share a name, or ``inner`` is
             itself a ``FunctionInvokingChatClient`` (its calls would run twice) -- a
@@ -220,7 +243,7 @@ class FunctionInvokingChatClient:
         self.max_tool_calls = max_tool_calls
         self.max_consecutive_errors = max_consecutive_errors
         self.include_detailed_errors = include_detailed_errors
-        self.eager_tools = eager_tools and not sequential
+        self.eager_tools = eager_tools  # (ignored while sequential: see ``_run``)
         self.max_tool_threads = max_tool_threads
         self._tool_threads = ToolThreads.of(max_tool_threads)
         if isinstance(tools, Tool | str) or callable(tools) or not isinstance(tools, Iterable):
@@ -233,6 +256,16 @@ class FunctionInvokingChatClient:
             self._tools[tool.name] = Entry.of(tool)
         self._plain_options = RunOptions()  # the model's options when the caller gives none
         self._definitions(self._tools)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _SETTINGS and name in self.__dict__:  # a setting changed after __init__
+            settings: dict[str, object] = {key: getattr(self, key) for key in _SETTINGS}
+            settings[name] = value
+            checked = FunctionInvokingChatClient(**settings)  # type: ignore[arg-type]
+            value = checked.__dict__[name]  # as the constructor keeps it (middleware: a tuple)
+            if name == "max_tool_threads":
+                object.__setattr__(self, "_tool_threads", checked._tool_threads)
+        object.__setattr__(self, name, value)
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -311,7 +344,7 @@ class FunctionInvokingChatClient:
             limits,
             policy,
             sequential=self.sequential,
-            eager=self.eager_tools,
+            eager=self.eager_tools and not self.sequential,
             per_call_approval=approval == "per_call",
             observation=self.telemetry.run(conversation) if self.telemetry else None,
         )

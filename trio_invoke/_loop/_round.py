@@ -394,10 +394,16 @@ def _failure(run: Run, exc: BaseException) -> BaseException:
     other exception a ``ChatClientError`` (the original is its cause); interrupts and
     cancellations as they are. A ``Cancelled`` that no scope around the round is cancelling
     (the client's own, alone or in a group) is the client's failure too: let out as it is, the
-    round's nursery would swallow it."""
+    round's nursery would swallow it. A group of several errors the client raised itself (its
+    own nursery, two of whose tasks failed) is the cause whole, less any ``Cancelled``; a group
+    of one error stands for that error."""
     if isinstance(exc, TrioInvokeError):
         return exc
     cause = primary(exc)
+    if isinstance(exc, BaseExceptionGroup) and isinstance(cause, Exception):
+        cancelled, errors = exc.split(trio.Cancelled)
+        if errors is not None and len(errors.exceptions) > 1:
+            cause = exc if cancelled is None else errors
     client = type(run.inner).__name__
     if isinstance(cause, trio.Cancelled):
         if really_cancelled():

@@ -39,6 +39,7 @@ __all__ = [
     "checked_options",
     "endpoint",
     "merged_headers",
+    "reconfigured",
     "shown_url",
 ]
 
@@ -185,6 +186,31 @@ def check_http_client(_: object, __: attrs.Attribute[Any], value: object) -> Non
             f"http_client must be an httpx2.AsyncClient, got {type(value).__module__}."
             f"{type(value).__name__}"
         )
+
+
+def reconfigured(client: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
+    """The ``on_setattr`` hook of the HTTP clients: a setting assigned after construction
+    (``client.max_retries = 5``, ``client.base_url = ...``) takes effect as if the client had
+    been built with it. The client is built again with the new value, so the value is checked
+    as the constructor checks it, with the other settings (a ``ConfigurationError`` changes
+    nothing), and what the client derives from its settings -- the URL, the retry policy, the
+    headers -- is derived again. Those derived attributes are not settings: assigning one is an
+    ``AttributeError``. (The constructor's own ``__attrs_post_init__`` sets them with
+    ``object.__setattr__``, past this hook.)
+    """
+    if attribute.name == "_pool":  # the connection pool of ``async with``: the client's own
+        return value
+    name = type(client).__name__
+    if not attribute.init:
+        raise AttributeError(
+            f"{name}.{attribute.name} is derived from the client's settings: set those "
+            f"instead, or build a new {name}"
+        )
+    rebuilt = attrs.evolve(client, **{attribute.alias or attribute.name: value})
+    for field in attrs.fields(type(client)):
+        if field.name not in ("_pool", attribute.name):
+            object.__setattr__(client, field.name, getattr(rebuilt, field.name))
+    return getattr(rebuilt, attribute.name)
 
 
 class Pooled:

@@ -60,6 +60,7 @@ from .._settings import (
     checked_options,
     endpoint,
     merged_headers,
+    reconfigured,
     shown_url,
 )
 
@@ -140,7 +141,7 @@ def _version(_: object, __: attrs.Attribute[Any], value: object) -> None:
         raise ConfigurationError(f"anthropic_version must be a non-empty string, got {value!r}")
 
 
-@attrs.define(eq=False, repr=False)
+@attrs.define(eq=False, repr=False, on_setattr=reconfigured)
 class AnthropicChatClient(Pooled):
     """A :class:`ChatClient` for Anthropic's Messages API.
 
@@ -159,6 +160,10 @@ class AnthropicChatClient(Pooled):
     redacted ones -- stay on the round's assistant message (``provider_data["thinking_blocks"]``;
     their text is also ``ChatMessage.reasoning``) and go back unchanged in the later rounds of
     the tool loop, as the API requires.
+
+    Each argument but ``api_key``, ``headers`` and ``http_client`` is an attribute of the same
+    name; one assigned later (``model.max_retries = 5``) is checked as the constructor checks
+    it, and takes effect from the next request.
 
     Args:
         model: The model name (``"claude-sonnet-4-5"``, ``"claude-haiku-4-5"``, ...).
@@ -259,11 +264,13 @@ class AnthropicChatClient(Pooled):
     _pool: httpx2.AsyncClient | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        self._retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
-        self.retry_backoff = float(self.retry_backoff)
-        self.max_retry_delay = float(self.max_retry_delay)
-        self.url = endpoint(self.base_url, "/v1/messages")
-        self.provider_name = gen_ai_provider(self.base_url, "anthropic")
+        derive = object.__setattr__  # past the ``reconfigured`` hook: that is for later changes
+        retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
+        derive(self, "_retry", retry)
+        derive(self, "retry_backoff", float(self.retry_backoff))
+        derive(self, "max_retry_delay", float(self.max_retry_delay))
+        derive(self, "url", endpoint(self.base_url, "/v1/messages"))
+        derive(self, "provider_name", gen_ai_provider(self.base_url, "anthropic"))
         thinking = self.thinking
         if (
             thinking is not None
@@ -276,7 +283,7 @@ class AnthropicChatClient(Pooled):
             )
         defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
         key = {"x-api-key": self._api_key} if self._api_key else {}
-        self._headers = merged_headers(defaults, self._extra_headers, key)
+        derive(self, "_headers", merged_headers(defaults, self._extra_headers, key))
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""

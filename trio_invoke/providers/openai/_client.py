@@ -53,6 +53,7 @@ from .._settings import (
     checked_options,
     endpoint,
     merged_headers,
+    reconfigured,
     shown_url,
 )
 
@@ -102,7 +103,7 @@ def _send_reasoning(_: object, __: attrs.Attribute[Any], value: object) -> None:
 _optional_callable = attrs.validators.optional(attrs.validators.is_callable())
 
 
-@attrs.define(eq=False, repr=False)
+@attrs.define(eq=False, repr=False, on_setattr=reconfigured)
 class OpenAIChatClient(Pooled):
     """A :class:`ChatClient` for any OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -117,6 +118,10 @@ class OpenAIChatClient(Pooled):
 
         async with OpenAIChatClient("gpt-4o-mini") as model:
             ...
+
+    Each argument but ``api_key``, ``headers`` and ``http_client`` is an attribute of the same
+    name; one assigned later (``model.max_retries = 5``) is checked as the constructor checks
+    it, and takes effect from the next request.
 
     Args:
         model: The model name the server knows (``"gpt-4o-mini"``, ``"llama3.2"``, ...).
@@ -209,19 +214,22 @@ class OpenAIChatClient(Pooled):
     _pool: httpx2.AsyncClient | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        self._retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
-        self.retry_backoff = float(self.retry_backoff)
-        self.max_retry_delay = float(self.max_retry_delay)
-        self.url = endpoint(self.base_url, "/chat/completions")
-        self.family = provider_family(self.base_url)
-        self.provider_name = gen_ai_provider(self.base_url, "openai")
+        derive = object.__setattr__  # past the ``reconfigured`` hook: that is for later changes
+        retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
+        derive(self, "_retry", retry)
+        derive(self, "retry_backoff", float(self.retry_backoff))
+        derive(self, "max_retry_delay", float(self.max_retry_delay))
+        derive(self, "url", endpoint(self.base_url, "/chat/completions"))
+        derive(self, "family", provider_family(self.base_url))
+        derive(self, "provider_name", gen_ai_provider(self.base_url, "openai"))
         if self.send_reasoning and not self.family.takes_reasoning:
             raise ConfigurationError(
                 f"send_reasoning=True cannot apply to {self.base_url}: the {self.family.name} "
                 "API takes no reasoning back"
             )
         key = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        self._headers = merged_headers({"Accept": "text/event-stream"}, self._extra_headers, key)
+        headers = merged_headers({"Accept": "text/event-stream"}, self._extra_headers, key)
+        derive(self, "_headers", headers)
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
