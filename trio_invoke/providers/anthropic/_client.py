@@ -32,6 +32,7 @@ import attrs
 import trio
 
 from ..._exceptions import ConfigurationError
+from ..._facts import RESPONSE_FACTS
 from ..._messages import ChatMessage, Usage
 from ..._once import entered_once
 from ..._options import RunOptions
@@ -49,6 +50,7 @@ except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-im
     ) from exc
 
 from .._http import RetryPolicy, SSEStream, checked_timeout
+from .._provider_name import gen_ai_provider
 from .._settings import (
     Pooled,
     api_key_from,
@@ -253,6 +255,11 @@ class AnthropicChatClient(Pooled):
     """Called before each retry (see the ``on_retry`` argument); ``None``: nothing is."""
     url: str = attrs.field(init=False)
     """``{base_url}/v1/messages``."""
+    provider_name: str = attrs.field(init=False)
+    """Who serves ``base_url``, told from its host, as OpenTelemetry's GenAI conventions name
+    it (``"anthropic"``; ``"deepseek"`` or ``"moonshot_ai"`` for their Anthropic-compatible
+    APIs, ...; ``"anthropic"`` for a host it does not know): ``trio_invoke.otel``'s
+    ``gen_ai.provider.name``."""
     _retry: RetryPolicy = attrs.field(init=False)
     _headers: dict[str, str] = attrs.field(init=False)
     _pool: httpx2.AsyncClient | None = attrs.field(init=False, default=None)
@@ -264,6 +271,7 @@ class AnthropicChatClient(Pooled):
         derive(self, "retry_backoff", float(self.retry_backoff))
         derive(self, "max_retry_delay", float(self.max_retry_delay))
         derive(self, "url", endpoint(self.base_url, "/v1/messages"))
+        derive(self, "provider_name", gen_ai_provider(self.base_url, "anthropic"))
         thinking = self.thinking
         if (
             thinking is not None
@@ -387,7 +395,7 @@ class _Turn:
     def _new_decoder(self) -> AnthropicDecoder:
         more = self._continuations < self._client.max_continuations
         prefix = f"{self._continuations}." if self._continuations else ""
-        return AnthropicDecoder(key_prefix=prefix, continue_pause=more)
+        return AnthropicDecoder(key_prefix=prefix, continue_pause=more, facts=RESPONSE_FACTS.get())
 
     async def start(self) -> None:
         self._response, self._stream = await self._client._open(

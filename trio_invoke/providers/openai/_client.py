@@ -25,10 +25,12 @@ from typing import Any, Final
 import attrs
 
 from ..._exceptions import ConfigurationError
+from ..._facts import RESPONSE_FACTS
 from ..._messages import ChatMessage
 from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate
+from .._provider_name import gen_ai_provider
 from ._decode import ChunkDecoder, error_message
 from ._wire import ProviderFamily, provider_family, wire_messages
 
@@ -204,6 +206,10 @@ class OpenAIChatClient(Pooled):
     family: ProviderFamily = attrs.field(init=False)
     """The provider family, told from ``base_url``'s host: it decides how a conversation goes
     back (reasoning, OpenRouter's ``reasoning_details``)."""
+    provider_name: str = attrs.field(init=False)
+    """Who serves ``base_url``, told from its host, as OpenTelemetry's GenAI conventions name
+    it (``"openai"``, ``"azure.ai.openai"``, ``"groq"``, ``"gcp.gemini"``, ...; ``"openai"``
+    for a host it does not know): ``trio_invoke.otel``'s ``gen_ai.provider.name``."""
     _retry: RetryPolicy = attrs.field(init=False)
     _headers: dict[str, str] = attrs.field(init=False)
     _pool: httpx2.AsyncClient | None = attrs.field(init=False, default=None)
@@ -216,6 +222,7 @@ class OpenAIChatClient(Pooled):
         derive(self, "max_retry_delay", float(self.max_retry_delay))
         derive(self, "url", endpoint(self.base_url, "/chat/completions"))
         derive(self, "family", provider_family(self.base_url))
+        derive(self, "provider_name", gen_ai_provider(self.base_url, "openai"))
         if self.send_reasoning and not self.family.takes_reasoning:
             raise ConfigurationError(
                 f"send_reasoning=True cannot apply to {self.base_url}: the {self.family.name} "
@@ -302,7 +309,9 @@ class OpenAIChatClient(Pooled):
         body = self.request_body(messages, options)
         async with AsyncExitStack() as stack:
             http = await self._http(stack)
-            response, stream = await self._post(http, body, ChunkDecoder(), error_message)
+            response, stream = await self._post(
+                http, body, ChunkDecoder(RESPONSE_FACTS.get()), error_message
+            )
             stack.push_async_callback(response.aclose)
             stack.push_async_callback(stream.aclose)
             yield stream
