@@ -1147,6 +1147,25 @@ def test_a_clients_own_provider_name_and_base_url_are_read_like_its_model(otel: 
     assert attributes["gen_ai.request.model"] == "test-model"
 
 
+async def test_the_run_span_names_the_provider_and_model_of_its_first_model_call(
+    otel: Otel,
+) -> None:
+    model = Model([batch("lookup"), [TextDelta("done"), Finish(FinishReason.STOP)]])
+    model.provider_name = "my_lab"  # type: ignore[attr-defined]
+    agent = FunctionInvokingChatClient(model, [lookup], telemetry=otel.telemetry())
+    await run_to_completion(agent, USER)
+    (run,) = otel.named("invoke_agent")
+    assert (run.attributes or {})["gen_ai.provider.name"] == "my_lab"
+    assert (run.attributes or {})["gen_ai.request.model"] == "test-model"
+    # A client that says neither: the run's span says neither.
+    otel.exporter.clear()
+    plain = ScriptedChatClient(["hi"])
+    await run_to_completion(FunctionInvokingChatClient(plain, telemetry=otel.telemetry()), USER)
+    (run,) = otel.named("invoke_agent")
+    assert "gen_ai.provider.name" not in (run.attributes or {})
+    assert "gen_ai.request.model" not in (run.attributes or {})
+
+
 @pytest.mark.parametrize("value", [None, "", 7, b"openai", "unix:///tmp/x.sock", "http://[::1"])
 def test_what_a_client_does_not_say_is_left_out(otel: Otel, value: object) -> None:
     model = Model([])

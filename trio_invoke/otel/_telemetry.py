@@ -193,7 +193,8 @@ class Telemetry:
     * ``invoke_agent`` (or ``invoke_agent {agent_name}``), kind ``INTERNAL``, one per run:
       ``gen_ai.operation.name``, ``gen_ai.agent.name``, the summed ``gen_ai.usage.input_tokens``
       / ``gen_ai.usage.output_tokens``, ``gen_ai.response.finish_reasons`` (the final reason);
-      ``error.type`` and an error status when the run failed or was cancelled.
+      ``error.type`` and an error status when the run failed or was cancelled;
+      ``gen_ai.provider.name`` and ``gen_ai.request.model`` of its first model call.
     * ``chat {model}`` (or ``chat``), kind ``CLIENT``, one per model call:
       ``gen_ai.request.model`` (the inner client's ``model`` attribute),
       ``gen_ai.provider.name`` (its ``provider_name`` attribute: the built-in clients tell it
@@ -283,6 +284,8 @@ class _Run:
     telemetry: Telemetry
     span: trace.Span
     context: otel_context.Context
+    described: bool = False
+    """The run's span has the provider and the model of its first model call."""
 
     def chat(self, client: object, messages: Sequence[ChatMessage], options: RunOptions) -> _Chat:
         model = _text_attribute(client, "model")
@@ -299,6 +302,18 @@ class _Run:
             attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = server
         # (at the span's start, where a sampler sees them, as the conventions ask)
         span = _start(self.telemetry._tracer, name, self.context, trace.SpanKind.CLIENT, attributes)
+        if not self.described:  # the run's span: who its model calls go to, as the first says
+            self.described = True
+            run_attributes: dict[str, Any] = {
+                key: attributes[key]
+                for key in (names.PROVIDER_NAME, names.REQUEST_MODEL)
+                if key in attributes
+            }
+            try:
+                if run_attributes and self.span.is_recording():
+                    self.span.set_attributes(run_attributes)
+            except Exception:
+                _failed("setting the attributes of the run's span")
         try:
             if self.telemetry.capture_content and span.is_recording():
                 messages_json = _json([_message(m) for m in messages])
