@@ -376,10 +376,10 @@ def test_queued_calls_begin_in_call_order_for_any_cap(
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-@pytest.mark.parametrize("shared", [False, True])
-async def test_an_eager_call_whose_round_fails_before_it_starts_never_runs(shared: bool) -> None:
-    """Under a limiter, a call started early whose round the model's failure cancels before
-    its task has run takes no slot: its tool never begins, and its result says "not run"."""
+@pytest.mark.parametrize("limit", ["none", "int", "shared"])
+async def test_an_eager_call_whose_round_fails_before_it_starts_never_runs(limit: str) -> None:
+    """A call started early whose round the model's failure cancels before its task has run
+    (under a limiter: takes no slot) never begins its tool, and its result says "not run"."""
     began: list[str] = []
 
     @tool
@@ -393,9 +393,9 @@ async def test_an_eager_call_whose_round_fails_before_it_starts_never_runs(share
         yield from tool_call_updates("c1", "work", "{}")
         raise ValueError("the model went away")
 
-    limit = trio.CapacityLimiter(1) if shared else 1
+    cap = {"none": None, "int": 1, "shared": trio.CapacityLimiter(1)}[limit]
     client = FunctionInvokingChatClient(
-        FunctionChatClient(model), [work], max_concurrency=limit, eager_tools=True
+        FunctionChatClient(model), [work], max_concurrency=cap, eager_tools=True
     )
     results: dict[str, ToolCalled] = {}
     with trio.fail_after(10), pytest.raises(ChatClientError):
@@ -405,8 +405,8 @@ async def test_an_eager_call_whose_round_fails_before_it_starts_never_runs(share
                     results[update.call.id] = update
     assert began == []
     assert results["c1"].result == "Error: not run: the chat client failed (ChatClientError)"
-    if isinstance(limit, trio.CapacityLimiter):
-        assert limit.borrowed_tokens == 0
+    if isinstance(cap, trio.CapacityLimiter):
+        assert cap.borrowed_tokens == 0
 
 
 async def test_runs_sharing_a_limiter_each_keep_their_call_order(
