@@ -269,7 +269,7 @@ def _missing() -> Outcome | None:
     try:
         import httpx2  # noqa: F401, PLC0415
     except ImportError:
-        return Outcome(skipped=["http: needs httpx2 (pip install 'trio-invoke[openai]')"])
+        return Outcome(skipped=["http: needs httpx2 (pip install -e '.[openai]' in a checkout)"])
     return None
 
 

@@ -33,7 +33,7 @@ def mcp(ctx: Context) -> Outcome:
 
         from trio_invoke.mcp import MCPServer  # noqa: PLC0415
     except ImportError:
-        return Outcome(skipped=["mcp: needs the MCP SDK (pip install 'trio-invoke[mcp]')"])
+        return Outcome(skipped=["mcp: needs the MCP SDK (pip install -e '.[mcp]' in a checkout)"])
 
     async def main() -> dict[int, Measured]:
         parameters = StdioServerParameters(command=sys.executable, args=[SERVER])

@@ -4,7 +4,7 @@ It is what ``mcp_agent.py`` starts; any MCP client can use it::
 
     python examples/mcp_notes_server.py   # waits for an MCP client on stdin/stdout
 
-Written with the MCP SDK's server API (``pip install "trio_invoke[mcp]"`` brings it).
+Written with the MCP SDK's server API (the extra ``trio_invoke[mcp]`` brings it).
 """
 
 from __future__ import annotations

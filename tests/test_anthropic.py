@@ -492,7 +492,7 @@ def test_import_without_httpx_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "httpx2", None)  # import httpx2 -> ImportError
     monkeypatch.delitem(sys.modules, "trio_invoke.providers.anthropic._client", raising=False)
     monkeypatch.delattr(trio_invoke, "AnthropicChatClient", raising=False)
-    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[anthropic\]"'):
+    with pytest.raises(ImportError, match=r'pip install "trio-invoke\[anthropic\] @ git\+https://'):
         from trio_invoke import AnthropicChatClient  # noqa: F401
 
 

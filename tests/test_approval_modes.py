@@ -22,6 +22,7 @@ from trio_invoke import (
     FunctionInvokingChatClient,
     RunOptions,
     ScriptedChatClient,
+    StopLoop,
     ToolApprovalRequest,
     ToolCall,
     ToolCalled,
@@ -149,3 +150,89 @@ def test_any_batch_pauses_with_a_transcript_in_call_order(
         assert len({c.call.id for c in answered}) == len(answered)
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@tool
+async def finish(name: str) -> str:
+    """End the run after this batch."""
+    ran.append(f"stopped {name}")
+    raise StopLoop(f"finished {name}")
+
+
+@pytest.mark.parametrize(
+    ("mode", "kinds"),
+    [
+        ({"approval": "per_call"}, "sd"),
+        ({"approval": "per_call"}, "dsr"),
+        ({"approval": "per_call", "sequential": True}, "rsd"),
+        ({"approval": "per_call", "eager_tools": True}, "ds"),
+        ({"eager_tools": True}, "sd"),  # batch mode: the eager call ran before the pause
+        ({"eager_tools": True}, "rsdr"),
+    ],
+)
+@pytest.mark.parametrize("approve", [True, False])
+async def test_a_stop_loop_before_the_pause_ends_the_run_after_the_resume(
+    mode: dict[str, Any], kinds: str, approve: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    names = {"r": "read", "d": "delete", "s": "finish"}
+    calls = [
+        ToolCall(f"c{i}", names[k], json.dumps({"name": f"n{i}"})) for i, k in enumerate(kinds)
+    ]
+    model = ScriptedChatClient([tool_calls_response(*calls), "the model again"])
+    agent = FunctionInvokingChatClient(model, [read, delete, finish], **mode)
+    paused = await run_to_completion(agent, USER)
+    assert paused.updates[-1] == Finish(FinishReason.AWAITING_APPROVAL)
+    stop_id = calls[kinds.index("s")].id
+    assert f"stopped n{stop_id[1:]}" in ran  # it ran before the pause
+    # The conversation is stored as JSON and read back (another process).
+    stored = json.dumps([m.to_dict() for m in [*USER, *paused.messages]])
+    conversation = [ChatMessage.from_dict(d) for d in json.loads(stored)]
+    requests = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    answers = [r.approve() if approve else r.reject() for r in requests]
+    resumed = await run_to_completion(
+        agent, conversation, RunOptions(tool_approval_responses=answers)
+    )
+    assert resumed.updates[-1] == Finish(FinishReason.STOP)
+    assert len(model.calls) == 1  # the model is not called again
+    before = {m.tool_call_id for m in paused.messages}
+    assert [m.tool_call_id for m in resumed.messages] == [
+        c.id for c in paused.messages[0].tool_calls or () if c.id not in before
+    ]
+    assert_transcript_valid([*conversation, *resumed.messages])
+
+
+async def test_a_stop_loop_mark_of_an_earlier_batch_does_not_stop_a_resume(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    first = [ToolCall("a", "finish", '{"name": "x"}'), ToolCall("b", "delete", '{"name": "y"}')]
+    second = [ToolCall("c", "delete", '{"name": "z"}')]
+    model = ScriptedChatClient([tool_calls_response(*first), tool_calls_response(*second), "end"])
+    agent = FunctionInvokingChatClient(model, [read, delete, finish], approval="per_call")
+    paused = await run_to_completion(agent, USER)
+    conversation = [*USER, *paused.messages]
+    (request,) = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    resumed = await run_to_completion(
+        agent, conversation, RunOptions(tool_approval_responses=[request.approve()])
+    )
+    assert resumed.updates[-1] == Finish(FinishReason.STOP)
+    # A new question after the stop: the model answers with a batch that pauses; its resume
+    # goes on to the model (the mark is on the earlier batch's message).
+    conversation += [*resumed.messages, ChatMessage.user("again")]
+    paused = await run_to_completion(agent, conversation)
+    assert paused.updates[-1] == Finish(FinishReason.AWAITING_APPROVAL)
+    conversation += paused.messages
+    (request,) = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    resumed = await run_to_completion(
+        agent, conversation, RunOptions(tool_approval_responses=[request.approve()])
+    )
+    assert resumed.messages[-1].content == "end"
+    assert len(model.calls) == 3
+
+
+async def test_a_stop_loop_that_pauses_nothing_leaves_no_mark() -> None:
+    model = ScriptedChatClient([tool_calls_response(ToolCall("a", "finish", '{"name": "x"}'))])
+    result = await run_to_completion(FunctionInvokingChatClient(model, [finish]), USER)
+    (message,) = [m for m in result.messages if m.tool_call_id == "a"]
+    assert message == ChatMessage.tool_result(
+        ToolCall("a", "finish", '{"name": "x"}'), "finished x"
+    )

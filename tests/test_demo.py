@@ -305,6 +305,21 @@ async def test_demo_against_a_live_openai_compatible_server(nursery: trio.Nurser
     assert [r.json["model"] for r in server.requests] == ["llama3.2"] * 3
 
 
+async def test_demo_does_not_print_the_credentials_of_its_base_url(nursery: trio.Nursery) -> None:
+    from sse_server import Reply, SSEServer
+    from test_openai import ollama_chunk, sse
+
+    server = SSEServer([Reply([sse(ollama_chunk({"content": "Hi."}, "stop"), "[DONE]")])])
+    await nursery.start(server.serve)
+    url = server.url.replace("http://", "http://me:s3cret@")
+    out = io.StringIO()
+    args = _demo.parse_args(["--base-url", url, "--model", "llama3.2", "--no", "hi"])
+    with trio.fail_after(30):
+        await _demo.amain(args, _demo.Printer(out), delay=0)
+    assert "s3cret" not in out.getvalue()
+    assert f"model: llama3.2 at {server.url.replace('http://', 'http://***@')}" in out.getvalue()
+
+
 async def test_demo_against_anthropics_messages_api(
     nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -119,6 +119,16 @@ def findings(blocked: Sequence[str] = ()) -> dict[str, str | None]:
     return result
 
 
+def installs_from_pypi(error: str) -> list[str]:
+    """The ``pip install`` commands of ``error`` that ask PyPI for trio_invoke, which is not on
+    PyPI: an install command must name a checkout (``".[openai]"``) or the git URL."""
+    return [
+        argument
+        for argument in re.findall(r'pip install ("[^"]*"|\S+)', error)
+        if re.search(r"trio[-_]invoke", argument) and not re.search(r"@\s*git\+https://", argument)
+    ]
+
+
 def problems(found: dict[str, str | None], available: set[str], extras: set[str]) -> list[str]:
     """What is wrong with ``found``, given the extras that are available."""
     missing = extras - available
@@ -133,6 +143,8 @@ def problems(found: dict[str, str | None], available: set[str], extras: set[str]
         }
         if not named:
             wrong.append(f"{where}: {error} (names no missing extra; missing: {sorted(missing)})")
+        if installs_from_pypi(error):
+            wrong.append(f"{where}: {error} (installs trio_invoke from PyPI, where it is not)")
     return wrong
 
 
@@ -223,6 +235,20 @@ def test_with_other_extras_blocked(alone: str | None, tmp_path: Path) -> None:
     failed = {where for where, error in found.items() if error}
     if set(EXTRAS) - available:
         assert failed, "blocking an extra's modules made no import fail: is the block working?"
+
+
+def test_a_missing_extra_names_a_command_that_installs_it(tmp_path: Path) -> None:
+    # Every extra's modules blocked: each error's command must work as written, so it installs
+    # from git or a checkout, never `pip install "trio_invoke[openai]"` (not on PyPI).
+    blocked = sorted(
+        module for dists in EXTRAS.values() for dist in dists for module in top_modules(dist)
+    )
+    errors = [error for error in run_check(blocked, tmp_path).values() if error]
+    assert errors, "blocking every extra's modules made no import fail: is the block working?"
+    assert [command for error in errors for command in installs_from_pypi(error)] == []
+    assert all(
+        re.search(r'pip install "trio-invoke\[\w+\] @ git\+https://\S+"', error) for error in errors
+    ), errors
 
 
 def test_the_demo_runs_and_a_missing_extra_is_one_line(tmp_path: Path) -> None:

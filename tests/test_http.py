@@ -11,6 +11,7 @@ import os
 import re
 from typing import Any
 
+import attrs
 import httpx2
 import pytest
 import sniffio
@@ -134,6 +135,112 @@ def test_the_client_is_an_attrs_class_with_the_same_signature() -> None:
     ]
     assert all(p.kind is p.KEYWORD_ONLY for name, p in parameters.items() if name != "model")
     assert "sk-secret" not in repr(OpenAIChatClient("m", api_key="sk-secret"))
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_settings_assigned_later_take_effect(server: SSEServer, client: str) -> None:
+    model = build(client, base_url="http://127.0.0.1:9", max_retries=0, api_key="sk-k")
+    model.base_url = server.url if client == "openai" else server.root
+    model.max_retries = 1
+    model.retry_backoff = 0
+    assert model.url.startswith(server.root)
+    assert (model.max_retries, model.retry_backoff) == (1, 0.0)
+    if client == "anthropic":
+        assert isinstance(model, AnthropicChatClient)
+        model.anthropic_version = "2099-01-01"
+    server.add(
+        Reply.error(503, {"error": {"message": "busy"}}),
+        Reply.error(400, {"error": {"message": "bad"}}),
+    )
+    with pytest.raises(HTTPStatusError, match="bad"):  # the 503 was retried, once
+        await stream_updates(model)
+    assert len(server.requests) == 2
+    sent = server.requests[0].headers
+    assert sent["authorization" if client == "openai" else "x-api-key"].endswith("sk-k")
+    if client == "anthropic":
+        assert sent["anthropic-version"] == "2099-01-01"
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    ("setting", "value", "match"),
+    [
+        ("base_url", "ftp://example.com", "http"),
+        ("max_retries", -1, "max_retries"),
+        ("retry_backoff", math.nan, "retry_backoff"),
+        ("max_retry_delay", "60", "max_retry_delay"),
+        ("timeout", -1, "timeout"),
+        ("model", "", "model"),
+        ("model_options", {"stream": False}, "stream"),
+    ],
+)
+def test_a_bad_setting_assigned_later_is_refused_and_changes_nothing(
+    client: str, setting: str, value: Any, match: str
+) -> None:
+    model = build(client, base_url="http://127.0.0.1:9", max_retries=3)
+    before = {field.name: getattr(model, field.name) for field in attrs.fields(type(model))}
+    with pytest.raises(ConfigurationError, match=match):
+        setattr(model, setting, value)
+    assert {field.name: getattr(model, field.name) for field in attrs.fields(type(model))} == (
+        before
+    )
+
+
+def test_settings_assigned_later_are_checked_together() -> None:
+    model = OpenAIChatClient("m", base_url="http://127.0.0.1:9/v1", send_reasoning=True)
+    with pytest.raises(ConfigurationError, match="send_reasoning=True cannot apply"):
+        model.base_url = "https://api.openai.com/v1"
+    assert model.family.name == "local"
+    model.send_reasoning = None
+    model.base_url = "https://api.openai.com/v1"
+    assert (model.family.name, model.url) == (
+        "openai",
+        "https://api.openai.com/v1/chat/completions",
+    )
+    thinking = {"type": "enabled", "budget_tokens": 2000}
+    claude = AnthropicChatClient("claude-x", thinking=thinking)
+    with pytest.raises(ConfigurationError, match="must be below max_tokens"):
+        claude.max_tokens = 1000
+    assert claude.max_tokens == 4096
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+def test_what_a_client_derives_from_its_settings_cannot_be_assigned(client: str) -> None:
+    model = build(client)
+    name = type(model).__name__
+    with pytest.raises(AttributeError, match=rf"{name}.url is derived .* set those instead"):
+        model.url = "http://127.0.0.1:9/v1/chat/completions"
+    if isinstance(model, OpenAIChatClient):
+        with pytest.raises(AttributeError, match="family is derived"):
+            model.family = model.family
+
+
+@pytest.mark.parametrize("base", [OpenAIChatClient, AnthropicChatClient])
+def test_an_attrs_subclass_keeps_settings_assigned_later_in_effect(base: type[Any]) -> None:
+    """A subclass made with ``attrs.define`` has hooks of its own for its own fields: the
+    settings it inherits are still checked and derived again, and its own state is kept."""
+
+    @attrs.define(eq=False, repr=False)
+    class Counting(base):  # type: ignore[misc,valid-type]
+        requests: int = attrs.field(init=False, default=0)
+        label: str = "x"
+
+    model = Counting("m", base_url="http://127.0.0.1:9")
+    model.requests = 3
+    model.max_retries = 5
+    assert model._retry.max_retries == 5
+    if base is OpenAIChatClient:
+        model.base_url = "https://api.groq.com/openai/v1"
+        assert (model.url, model.provider_name) == (
+            "https://api.groq.com/openai/v1/chat/completions",
+            "groq",
+        )
+    with pytest.raises(ConfigurationError, match="max_retries"):
+        model.max_retries = -1
+    with pytest.raises(AttributeError, match="url is derived"):
+        model.url = "http://127.0.0.1:9/v1"
+    model.label = "y"
+    assert (model.requests, model.label, model.max_retries) == (3, "y", 5)
 
 
 SECRET = "sk-4f9Qz"

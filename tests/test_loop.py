@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -11,6 +14,7 @@ import trio
 import trio.testing
 
 from trio_invoke import (
+    AgentResponseUpdate,
     ApprovalError,
     ApprovalRequiredTool,
     CallNext,
@@ -38,6 +42,7 @@ from trio_invoke import (
     Usage,
     tool,
 )
+from trio_invoke._loop._client import _SETTINGS
 from trio_invoke.testing import (
     assert_transcript_valid,
     run_to_completion,
@@ -474,6 +479,86 @@ def test_a_loop_inside_a_loop_is_refused() -> None:
         FunctionInvokingChatClient(inner)
 
 
+@pytest.mark.parametrize(
+    ("setting", "value", "match"),
+    [
+        ("max_rounds", 0, "max_rounds must be an integer >= 1"),
+        ("on_max_rounds", "stop", "on_max_rounds"),
+        ("tool_timeout", -1, "tool_timeout"),
+        ("max_concurrency", 0, "max_concurrency"),
+        ("max_tool_calls", -1, "max_tool_calls"),
+        ("max_consecutive_errors", 0, "max_consecutive_errors"),
+        ("sequential", "false", "sequential must be True or False"),
+        ("eager_tools", 1, "eager_tools must be True or False"),
+        ("include_detailed_errors", None, "include_detailed_errors"),
+        ("approval", "each", "approval"),
+        ("inner", FunctionInvokingChatClient(ScriptedChatClient([])), "run its tool calls again"),
+        ("max_tool_threads", 0, "max_tool_threads"),
+    ],
+)
+def test_a_setting_assigned_later_is_checked_as_at_construction(
+    setting: str, value: Any, match: str
+) -> None:
+    arguments = set(inspect.signature(FunctionInvokingChatClient).parameters)
+    assert arguments - {"tools"} == _SETTINGS  # every setting is checked when assigned
+    client = FunctionInvokingChatClient(ScriptedChatClient([]), [add])
+    before = getattr(client, setting)
+    with pytest.raises(ConfigurationError, match=match):
+        setattr(client, setting, value)
+    assert getattr(client, setting) is before
+    with pytest.raises(TypeError, match=r"middleware\[0\] is a int"):
+        client.middleware = [1]  # type: ignore[list-item]
+    assert client.middleware == ()
+
+
+def test_a_subclass_may_set_a_setting_before_the_constructor_runs() -> None:
+    """A setting assigned before ``__init__`` has set them all is not checked against the
+    others yet (they are not there): the constructor checks and sets it."""
+
+    class Preset(FunctionInvokingChatClient):
+        def __init__(self, inner: ScriptedChatClient) -> None:
+            self.max_rounds = 4
+            super().__init__(inner, [add], max_rounds=self.max_rounds)
+
+    client = Preset(ScriptedChatClient([]))
+    assert client.max_rounds == 4
+    with pytest.raises(ConfigurationError, match="max_rounds"):
+        client.max_rounds = 0
+    client.max_rounds = 2
+    assert client.max_rounds == 2
+
+
+async def test_settings_assigned_later_take_effect_from_the_next_run() -> None:
+    model = ScriptedChatClient([tool_calls_response(ToolCall("c1", "add", '{"a": 1, "b": 1}'))])
+    client = FunctionInvokingChatClient(model, [add], max_rounds=5)
+    client.max_rounds = 1
+    result = await run_to_completion(client, USER)
+    assert result.updates[-1].finish_reason is FinishReason.MAX_ROUNDS  # type: ignore[union-attr]
+    assert len(model.calls) == 1
+
+
+async def test_sequential_assigned_later_turns_eager_tools_off() -> None:
+    """Each call runs once: eager start and the sequential batch never both take a call."""
+    counted: list[int] = []
+
+    @tool
+    async def count(n: int) -> int:
+        """Count a call."""
+        counted.append(n)
+        return n
+
+    calls = [ToolCall(f"c{n}", "count", json.dumps({"n": n})) for n in range(3)]
+    model = ScriptedChatClient([tool_calls_response(*calls), "done"])
+    client = FunctionInvokingChatClient(model, [count], eager_tools=True)
+    client.sequential = True
+    result = await run_to_completion(client, USER)
+    assert counted == [0, 1, 2]
+    assert len(of_type(result.updates, ToolCalled)) == 3
+    assert_transcript_valid([*USER, *result.messages])
+    client.sequential = False  # eager again, as it was built
+    assert client.eager_tools
+
+
 # -- Finish, usage, what the inner client is given ------------------------------------------------
 
 
@@ -749,6 +834,53 @@ async def test_inner_failure_after_tool_calls_answers_them() -> None:
     assert called.is_error
     assert called.result == "Error: not run: the chat client failed (ChatClientError)"
     assert_transcript_valid([*USER, *stream.messages])
+
+
+class TwoTasksFail:
+    """A chat client whose stream runs a nursery of its own, two of whose tasks fail."""
+
+    @asynccontextmanager
+    async def run(
+        self, messages: Sequence[ChatMessage], options: RunOptions | None = None
+    ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
+        yield self._stream()
+
+    async def _stream(self) -> AsyncIterator[AgentResponseUpdate]:
+        yield TextDelta("partial")
+
+        async def fail(exc: Exception) -> None:
+            raise exc
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fail, ValueError("first"))
+            nursery.start_soon(fail, KeyError("second"))
+
+
+async def test_a_group_of_errors_from_the_inner_client_is_the_cause_whole() -> None:
+    with trio.fail_after(5), pytest.raises(ChatClientError, match="2 sub-exceptions") as info:
+        await run_to_completion(FunctionInvokingChatClient(TwoTasksFail()), USER)
+    cause = info.value.__cause__
+    assert isinstance(cause, ExceptionGroup)
+    assert sorted(type(e).__name__ for e in cause.exceptions) == ["KeyError", "ValueError"]
+
+
+@pytest.mark.parametrize("single", [False, True])
+async def test_a_scripted_group_from_the_inner_client(single: bool) -> None:
+    """Several errors: the group is the cause, as raised; one error: that error."""
+    errors: list[Exception] = [OSError("reset")] if single else [OSError("reset"), KeyError("k")]
+    group = ExceptionGroup("mine", errors)
+    model = ScriptedChatClient([[TextDelta("partial"), group]])
+    with pytest.raises(ChatClientError) as info:
+        await run_to_completion(FunctionInvokingChatClient(model), USER)
+    assert info.value.__cause__ is (errors[0] if single else group)
+
+
+async def test_a_group_of_one_library_error_from_the_inner_client_is_that_error() -> None:
+    error = ScriptExhaustedError("gone")
+    model = ScriptedChatClient([[TextDelta("partial"), ExceptionGroup("mine", [error])]])
+    with pytest.raises(ScriptExhaustedError) as info:
+        await run_to_completion(FunctionInvokingChatClient(model), USER)
+    assert info.value is error
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trio_invoke import (
     ApprovalError,
     ApprovalRequiredTool,
+    CallNext,
     ChatClientError,
     ChatMessage,
     ConfigurationError,
@@ -28,11 +31,16 @@ from trio_invoke import (
     TextDelta,
     ToolApprovalRequest,
     ToolCall,
+    ToolCallArgs,
     ToolCalled,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolContext,
     ToolTimeoutError,
     tool,
 )
 from trio_invoke.testing import (
+    FunctionChatClient,
     assert_transcript_valid,
     run_to_completion,
     tool_call_updates,
@@ -262,6 +270,296 @@ async def test_a_shared_limiter_caps_several_clients(
         for client in clients:
             nursery.start_soon(run_to_completion, client, USER)
     assert live[1] == 3
+
+
+# -- queued calls start in call order -----------------------------------------------------------
+
+
+def start_recorder() -> tuple[Any, list[tuple[str, float]]]:
+    """A tool that records which call began when, then works for ``seconds``."""
+    starts: list[tuple[str, float]] = []
+
+    @tool
+    async def work(name: str, seconds: float = 1) -> str:
+        """Work for a while."""
+        starts.append((name, trio.current_time()))
+        await trio.sleep(seconds)
+        return name
+
+    return work, starts
+
+
+def expected_starts(durations: list[float], slots: int) -> list[float]:
+    """When each call begins if the calls take ``slots`` slots first come, first served, in
+    call order (relative to the first start)."""
+    free = [0.0] * slots
+    starts = []
+    for duration in durations:
+        free.sort()
+        begins = free.pop(0)
+        starts.append(begins)
+        free.append(begins + duration)
+    return starts
+
+
+def work_calls(durations: list[float], prefix: str = "c") -> list[ToolCall]:
+    return [
+        ToolCall(f"{prefix}{i}", "work", json.dumps({"name": f"{prefix}{i}", "seconds": d}))
+        for i, d in enumerate(durations)
+    ]
+
+
+@pytest.mark.parametrize("eager", [False, True])
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("slots", [1, 3])
+async def test_calls_queued_for_a_slot_start_in_call_order(
+    slots: int, shared: bool, eager: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Trio starts a round's call tasks in an order of its own: the calls still take their
+    slots, and begin, in call order (repeated: a wrong order shows only some of the time)."""
+    work, starts = start_recorder()
+    calls = work_calls([1] * 8)
+    for _ in range(12):
+        starts.clear()
+        limit = trio.CapacityLimiter(slots) if shared else slots
+        model = ScriptedChatClient([tool_calls_response(*calls), "ok"])
+        client = FunctionInvokingChatClient(model, [work], max_concurrency=limit, eager_tools=eager)
+        begin = trio.current_time()
+        with trio.fail_after(100):
+            result = await run_to_completion(client, USER)
+        assert [name for name, _ in starts] == [call.id for call in calls]
+        assert [when - begin for _, when in starts] == [i // slots for i in range(8)]
+        tool_messages = [m.tool_call_id for m in result.messages if m.role is MessageRole.TOOL]
+        assert tool_messages == [call.id for call in calls]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    durations=st.lists(st.integers(1, 4), min_size=1, max_size=10),
+    slots=st.integers(1, 4),
+    shared=st.booleans(),
+    eager=st.booleans(),
+    middleware=st.booleans(),
+    scheduling=st.random_module(),  # Trio's scheduler draws from the random Hypothesis seeds
+)
+def test_queued_calls_begin_in_call_order_for_any_cap(
+    *,
+    durations: list[int],
+    slots: int,
+    shared: bool,
+    eager: bool,
+    middleware: bool,
+    scheduling: Any,
+) -> None:
+    work, starts = start_recorder()
+
+    async def passes(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return await call_next(context)
+
+    async def main() -> None:
+        limit = trio.CapacityLimiter(slots) if shared else slots
+        calls = work_calls([float(d) for d in durations])
+        client = FunctionInvokingChatClient(
+            ScriptedChatClient([tool_calls_response(*calls), "ok"]),
+            [work],
+            max_concurrency=limit,
+            eager_tools=eager,
+            middleware=[passes] if middleware else (),
+        )
+        begin = trio.current_time()
+        with trio.fail_after(1000):
+            await run_to_completion(client, USER)
+        assert [name for name, _ in starts] == [call.id for call in calls]
+        wanted = expected_starts([float(d) for d in durations], slots)
+        assert [when - begin for _, when in starts] == wanted
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@pytest.mark.parametrize("limit", ["none", "int", "shared"])
+async def test_an_eager_call_whose_round_fails_before_it_starts_never_runs(limit: str) -> None:
+    """A call started early whose round the model's failure cancels before its task has run
+    (under a limiter: takes no slot) never begins its tool, and its result says "not run"."""
+    began: list[str] = []
+
+    @tool
+    async def work() -> str:
+        """Work."""
+        began.append("work")
+        await trio.sleep(1)
+        return "done"
+
+    def model(messages: Any, options: Any) -> Any:
+        yield from tool_call_updates("c1", "work", "{}")
+        raise ValueError("the model went away")
+
+    cap = {"none": None, "int": 1, "shared": trio.CapacityLimiter(1)}[limit]
+    client = FunctionInvokingChatClient(
+        FunctionChatClient(model), [work], max_concurrency=cap, eager_tools=True
+    )
+    results: dict[str, ToolCalled] = {}
+    with trio.fail_after(10), pytest.raises(ChatClientError):
+        async with client.run(USER) as stream:
+            async for update in stream:
+                if isinstance(update, ToolCalled):
+                    results[update.call.id] = update
+    assert began == []
+    assert results["c1"].result == "Error: not run: the chat client failed (ChatClientError)"
+    if isinstance(cap, trio.CapacityLimiter):
+        assert cap.borrowed_tokens == 0
+
+
+async def test_runs_sharing_a_limiter_each_keep_their_call_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Two runs at once on one limiter: each run's calls begin in its call order, the runs
+    take the slots by turns (one call of each run waits in the limiter's queue at a time, so
+    neither waits for all of the other's calls), and both end."""
+    work, starts = start_recorder()
+    limiter = trio.CapacityLimiter(2)
+    runs = {prefix: work_calls([1] * 6, prefix) for prefix in "ab"}
+    begin = trio.current_time()
+    with trio.fail_after(100):
+        async with trio.open_nursery() as nursery:
+            for calls in runs.values():
+                client = FunctionInvokingChatClient(
+                    ScriptedChatClient([tool_calls_response(*calls), "ok"]),
+                    [work],
+                    max_concurrency=limiter,
+                )
+                nursery.start_soon(run_to_completion, client, USER)
+    assert trio.current_time() - begin == 6  # 12 calls of 1 s, 2 at a time: no slot idle
+    for prefix, calls in runs.items():
+        assert [name for name, _ in starts if name[0] == prefix] == [c.id for c in calls]
+        assert [when - begin for name, when in starts if name[0] == prefix] == [0, 1, 2, 3, 4, 5]
+
+
+async def test_calls_that_never_run_do_not_hold_up_the_calls_after_them(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    work, starts = start_recorder()
+    calls = [
+        *work_calls([1, 1]),
+        ToolCall("bad", "work", '{"name": 5}'),
+        ToolCall("unknown", "nowhere", "{}"),
+        ToolCall("broken", "work", "{not json"),
+        *work_calls([1, 1], "d"),
+    ]
+    for _ in range(8):
+        starts.clear()
+        client = FunctionInvokingChatClient(
+            ScriptedChatClient([tool_calls_response(*calls), "ok"]), [work], max_concurrency=1
+        )
+        begin = trio.current_time()
+        with trio.fail_after(100):
+            result = await run_to_completion(client, USER)
+        assert starts == [(name, begin + i) for i, name in enumerate(["c0", "c1", "d0", "d1"])]
+        errors = {key: c.is_error for key, c in called(result).items()}
+        assert errors == {call.id: call.name != "work" or call.id[0] == "b" for call in calls}
+
+
+async def test_rejected_calls_do_not_hold_up_the_calls_after_them_on_resume(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    work, starts = start_recorder()
+    calls = work_calls([1] * 6)
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient([tool_calls_response(*calls), "ok"]),
+        [ApprovalRequiredTool(work)],
+        max_concurrency=1,
+    )
+    paused = await run_to_completion(client, USER)
+    requests = [u for u in paused.updates if isinstance(u, ToolApprovalRequest)]
+    answers = [r.approve() if i % 2 else r.reject("no") for i, r in enumerate(requests)]
+    begin = trio.current_time()
+    with trio.fail_after(100):
+        resumed = await run_to_completion(
+            client,
+            [*USER, *paused.messages],
+            RunOptions(tool_approval_responses=answers),
+        )
+    assert starts == [("c1", begin), ("c3", begin + 1), ("c5", begin + 2)]
+    assert_transcript_valid([*USER, *paused.messages, *resumed.messages])
+
+
+async def test_an_eager_call_waits_for_the_calls_before_it_in_call_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Call order is the order of the calls' ``ToolCallStart``: under a cap, a call whose
+    arguments end first still takes its slot after the calls that started before it."""
+    work, starts = start_recorder()
+    updates = [
+        ToolCallStart("a", "work"),
+        ToolCallStart("b", "work"),
+        ToolCallArgs("b", '{"name": "b"}'),
+        ToolCallEnd("b"),
+        ToolCallArgs("a", '{"name": "a"}'),
+        ToolCallEnd("a"),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient([updates, "ok"], delay=1), [work], eager_tools=True, max_concurrency=1
+    )
+    begin = trio.current_time()
+    result = await run_to_completion(client, USER)
+    assert [(name, when - begin) for name, when in starts] == [("a", 6), ("b", 7)]
+    assert [m.tool_call_id for m in result.messages if m.role is MessageRole.TOOL] == ["a", "b"]
+
+
+@pytest.mark.parametrize("eager", [False, True])
+async def test_calls_after_one_waiting_for_approval_do_not_wait_for_it(
+    eager: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Per-call approval: a call that waits for approval does not run in this round, so the
+    calls after it take their slots without it (eager: as their arguments end)."""
+    work, starts = start_recorder()
+
+    @tool(requires_approval=True)
+    async def guarded_work(name: str) -> str:
+        """Needs approval."""
+        return name
+
+    updates = [
+        *tool_call_updates("a", "guarded_work", '{"name": "a"}'),
+        *tool_call_updates("b", "work", '{"name": "b", "seconds": 10}'),
+        *tool_call_updates("c", "work", '{"name": "c", "seconds": 10}'),
+        TextDelta("..."),
+        Finish(FinishReason.TOOL_CALLS),
+    ]
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient([updates, "ok"], delay=1),
+        [work, guarded_work],
+        eager_tools=eager,
+        max_concurrency=1,
+        approval="per_call",
+    )
+    begin = trio.current_time()
+    with trio.fail_after(100):
+        result = await run_to_completion(client, USER)
+    first = 6 if eager else 11  # b's ToolCallEnd, or the end of the response
+    assert [(name, when - begin) for name, when in starts] == [("b", first), ("c", first + 10)]
+    assert result.updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_calls_cancelled_while_queued_in_call_order_never_ran(
+    shared: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    work, starts = start_recorder()
+    calls = work_calls([1] * 8)
+    for _ in range(6):
+        starts.clear()
+        limit = trio.CapacityLimiter(1) if shared else 1
+        model = ScriptedChatClient([tool_calls_response(*calls)])
+        client = FunctionInvokingChatClient(model, [work], max_concurrency=limit)
+        scope = trio.CancelScope(deadline=trio.current_time() + 2.5)
+        with trio.fail_after(100):
+            result = await run_to_completion(client, USER, RunOptions(cancel_scope=scope))
+        assert [name for name, _ in starts] == ["c0", "c1", "c2"]
+        durations = [c.duration for c in called(result).values()]
+        assert durations == [1, 1, 0.5, 0, 0, 0, 0, 0]
+        assert_transcript_valid([*USER, *result.messages])
+        assert [m.tool_call_id for m in result.messages[1:]] == [c.id for c in calls]
 
 
 async def test_sequential_runs_calls_one_by_one_in_call_order(

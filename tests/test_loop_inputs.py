@@ -504,10 +504,13 @@ class LeakingModel:
         yield TextDelta("so far")
         if self.where == "group":
             raise BaseExceptionGroup("mine", [await stray_cancelled(), OSError("reset")])
+        if self.where == "group of two":
+            errors = [await stray_cancelled(), OSError("reset"), KeyError("k")]
+            raise BaseExceptionGroup("mine", errors)
         raise await stray_cancelled()
 
 
-@pytest.mark.parametrize("where", ["entering", "streaming", "group"])
+@pytest.mark.parametrize("where", ["entering", "streaming", "group", "group of two"])
 async def test_a_stray_cancelled_from_the_chat_client_is_a_chat_client_error(where: str) -> None:
     """Nothing cancelled the run: the model's Cancelled is its failure, raised as a
     ChatClientError chained to it (the round's nursery swallowed it, and the caller got a
@@ -521,6 +524,10 @@ async def test_a_stray_cancelled_from_the_chat_client_is_a_chat_client_error(whe
     if where == "group":
         assert isinstance(cause, OSError)
         assert "OSError: reset" in str(caught.value)
+    elif where == "group of two":  # the client's errors, whole, without the Cancelled
+        assert isinstance(cause, ExceptionGroup)
+        assert cause.message == "mine"
+        assert [type(e) for e in cause.exceptions] == [OSError, KeyError]
     else:
         assert isinstance(cause, trio.Cancelled)
         assert "trio.Cancelled, but nothing cancelled it" in str(caught.value)

@@ -386,6 +386,43 @@ def test_bad_targets_are_configuration_errors(make: Any, match: str) -> None:
         make()
 
 
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"env": {"A": 1}}, r"env\['A'\] must be a str"),
+        ({"env": {"A": None}}, r"env\['A'\] must be a str"),
+        ({"env": {"A": "x\0y"}}, "without NUL"),
+        ({"env": {1: "x"}}, "env names"),
+        ({"env": {"": "x"}}, "env names"),
+        ({"env": {"A=B": "x"}}, "env names"),
+        ({"env": ["A=1"]}, "env must be a mapping"),
+        ({"env": "A=1"}, "env must be a mapping"),
+        ({"cwd": 3}, "cwd must be a str or a path"),
+    ],
+)
+def test_bad_stdio_environments_are_configuration_errors(
+    options: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        MCPServer.stdio("python", **options)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"API_KEY": "sk-secret-value\0"},
+        {"API_KEY": b"sk-secret-value"},
+        ["API_KEY=sk-secret-value"],
+        "API_KEY=sk-secret-value",
+    ],
+)
+def test_a_bad_stdio_environment_is_refused_without_showing_its_values(env: Any) -> None:
+    """An environment holds API keys: the error names what is wrong, never a value."""
+    with pytest.raises(ConfigurationError) as caught:
+        MCPServer.stdio("python", env=env)
+    assert "secret" not in str(caught.value)
+
+
 def test_option_names_must_be_strings() -> None:
     with pytest.raises(ConfigurationError, match="tool names"):
         MCPServer.stdio("python", require_approval=["ok", 3])
@@ -1625,7 +1662,7 @@ def test_import_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     for name in [m for m in sys.modules if m.startswith("trio_invoke.mcp")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.delattr(trio_invoke, "mcp", raising=False)
-    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[mcp\]"'):
+    with pytest.raises(ImportError, match=r'pip install "trio-invoke\[mcp\] @ git\+https://'):
         importlib.import_module("trio_invoke.mcp")
 
 

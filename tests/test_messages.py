@@ -240,6 +240,53 @@ def test_reasoning_keeps_its_field_and_provider_data_its_keys() -> None:
     }
 
 
+def test_a_tool_calls_other_function_keys_are_kept() -> None:
+    data = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "c",
+                "type": "function",
+                "function": {"name": "f", "arguments": "{}", "strict": True, "x": {"y": [1]}},
+                "extra_content": {"google": {"thought_signature": "sig"}},
+            }
+        ],
+    }
+    message = ChatMessage.from_dict(data)
+    assert message.to_dict() == data
+    assert ChatMessage.from_dict(json.loads(json.dumps(message.to_dict()))) == message
+    assert message.tool_calls is not None
+    (call,) = message.tool_calls
+    assert (call.name, call.arguments) == ("f", "{}")
+    assert call.provider_data == {
+        "extra_content": {"google": {"thought_signature": "sig"}},
+        "function": {"strict": True, "x": {"y": [1]}},
+    }
+    assert ToolCall.from_dict(call.to_dict()) == call
+
+
+def test_a_tool_calls_function_data_is_checked() -> None:
+    built = ToolCall("c", "f", "{}", provider_data={"function": {"strict": False, "n": None}})
+    assert built.to_dict()["function"] == {"name": "f", "arguments": "{}", "strict": False}
+    # Nothing beyond name and arguments, or only nulls: nothing to keep (as on the wire).
+    assert ToolCall("c", "f", "{}", provider_data={"function": {}}).provider_data == {}
+    assert ToolCall("c", "f", "{}", provider_data={"function": {"n": None}}) == ToolCall(
+        "c", "f", "{}"
+    )
+    wire = {"id": "c", "function": {"name": "f", "arguments": "", "n": None}}
+    assert ToolCall.from_dict(wire) == ToolCall("c", "f", "")
+    for start in (ToolCall, ToolCallStart):
+        where = f"{start.__name__}.provider_data"
+        args = ("c", "f", "{}") if start is ToolCall else ("c", "f")
+        with pytest.raises(ValueError, match=rf"{where} may not set 'function\.arguments'"):
+            start(*args, provider_data={"function": {"arguments": "{}"}})
+        with pytest.raises(ValueError, match=rf"{where} 'function' must be an object"):
+            start(*args, provider_data={"function": "f"})
+        with pytest.raises(ValueError, match=rf"{where} may not set 'id'"):
+            start(*args, provider_data={"id": "d"})
+
+
 def test_reasoning_under_both_names_is_read_once_or_refused() -> None:
     same = {"role": "assistant", "content": "x", "reasoning_content": "a", "reasoning": "a"}
     message = ChatMessage.from_dict(same)
@@ -285,7 +332,7 @@ def test_nulls_read_as_absent() -> None:
 
 def test_construction_checks() -> None:
     with pytest.raises(TypeError, match="content must be a str"):
-        ChatMessage(MessageRole.USER, {"type": "text", "text": "x"})  # type: ignore[arg-type]
+        ChatMessage(MessageRole.USER, {"type": "text", "text": "x"})
     with pytest.raises(TypeError, match=r"content\[1\] must be a TextPart"):
         ChatMessage.user([TextPart("a"), "b"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="reasoning_field"):
@@ -294,8 +341,8 @@ def test_construction_checks() -> None:
         ChatMessage(MessageRole.USER, "x", provider_data={"content": "y"})
     with pytest.raises(ValueError, match="may not set 'reasoning_content'"):
         ChatMessage(MessageRole.ASSISTANT, "x", provider_data={"reasoning_content": "y"})
-    with pytest.raises(ValueError, match="may not set 'function'"):
-        ToolCall("c", "f", "{}", provider_data={"function": {}})
+    with pytest.raises(ValueError, match=r"may not set 'function\.name'"):
+        ToolCall("c", "f", "{}", provider_data={"function": {"name": "g"}})
     assert ChatMessage.user(ImagePart(url="https://x/y.png")).content == (
         ImagePart(url="https://x/y.png"),
     )
@@ -335,16 +382,17 @@ raw_part = st.builds(
 )
 openai_calls = st.lists(
     st.builds(
-        lambda call_id, name, arguments, extra: {
+        lambda call_id, name, arguments, extra, more: {
             "id": call_id,
             "type": "function",
-            "function": {"name": name, "arguments": arguments},
+            "function": {"name": name, "arguments": arguments, **more},
             **extra,
         },
         texts,
         texts,
         texts,
         st.just({}) | st.dictionaries(st.just("extra_content"), non_null, max_size=1),
+        st.just({}) | st.dictionaries(st.sampled_from(["strict", "x_"]), non_null, max_size=2),
     ),
     max_size=3,
 )

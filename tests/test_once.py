@@ -6,6 +6,7 @@ its inside)."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -121,4 +122,31 @@ async def test_a_model_calls_value_entered_while_open_is_refused(
                 async with run:
                     pass  # pragma: no cover
             assert [u async for u in stream]  # the open one is unharmed
+    assert calls() == 1
+
+
+@pytest.mark.parametrize("make", CLIENTS, ids=lambda make: make.__name__)
+@pytest.mark.parametrize("how", ["async for", "await", "with"])
+async def test_a_run_value_used_as_an_iterator_says_to_write_async_with(
+    make: Callable[[SSEServer], Awaitable[tuple[ChatClient, Calls]]], how: str, server: SSEServer
+) -> None:
+    client, calls = await make(server)
+    call = "agent.run(...)" if make is agent else "client.run(...)"
+    expected = (
+        rf"^{re.escape(call)} returns an async context manager, which .*: write "
+        rf"`async with {re.escape(call)} as stream:`, then `async for update in stream:`$"
+    )
+    run: Any = client.run(USER)
+    with pytest.raises(TypeError, match=expected):
+        if how == "async for":
+            async for _ in run:
+                pass  # pragma: no cover
+        elif how == "await":
+            await run
+        else:
+            with run:
+                pass  # pragma: no cover
+    assert calls() == 0  # nothing was called
+    async with run as stream:  # and the value can still be entered, once
+        assert [u async for u in stream]
     assert calls() == 1

@@ -1040,7 +1040,7 @@ def test_import_without_httpx_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "httpx2", None)  # import httpx2 -> ImportError
     monkeypatch.delitem(sys.modules, "trio_invoke.providers.openai._client")
     monkeypatch.delattr(trio_invoke, "OpenAIChatClient", raising=False)
-    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[openai\]"'):
+    with pytest.raises(ImportError, match=r'pip install "trio-invoke\[openai\] @ git\+https://'):
         from trio_invoke import OpenAIChatClient  # noqa: F401
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         trio_invoke.nope  # noqa: B018

@@ -276,7 +276,7 @@ def test_the_sans_io_halves_import_without_httpx2() -> None:
         "try:\n"
         "    from trio_invoke import OpenAIChatClient\n"
         "except ImportError as exc:\n"
-        "    assert 'trio_invoke[openai]' in str(exc)\n"
+        "    assert 'trio-invoke[openai] @ git+' in str(exc)\n"
         "else:\n"
         "    raise AssertionError('imported without httpx2')\n"
     )

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import SpanKind, StatusCode
 
+import trio_invoke
 from trio_invoke import (
     AgentResponseUpdate,
     CallNext,
@@ -898,7 +899,7 @@ def test_import_without_opentelemetry_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     for name in [n for n in sys.modules if n.startswith("trio_invoke.otel")]:
         monkeypatch.delitem(sys.modules, name)
-    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[otel\]"'):
+    with pytest.raises(ImportError, match=r'pip install "trio-invoke\[otel\] @ git\+https://'):
         import trio_invoke.otel  # noqa: F401
 
 
@@ -1054,3 +1055,337 @@ async def test_every_attribute_is_valid_unicode_whatever_the_model_or_a_tool_hol
                     item.encode()  # raises UnicodeEncodeError on a lone surrogate
     (tool_span,) = otel.named("execute_tool")
     assert (tool_span.attributes or {})["gen_ai.tool.call.id"] == "call-\ufffd"
+
+
+# -- who the model call went to: gen_ai.provider.name, server.address / server.port ------------
+
+
+def chat_span_of(otel: Otel, client: object) -> ReadableSpan:
+    """The chat span of one model call to ``client``, observed as the loop observes it."""
+    run = otel.telemetry().run(USER)
+    run.chat(client, USER, RunOptions()).end(None, None, None)
+    run.end(FinishReason.STOP, None, None)
+    (chat,) = otel.named("chat")
+    return chat
+
+
+@pytest.mark.parametrize(
+    ("base_url", "provider", "address", "port"),
+    [
+        ("https://api.openai.com/v1", "openai", "api.openai.com", 443),
+        ("https://eu.api.openai.com/v1", "openai", "eu.api.openai.com", 443),
+        (
+            "https://my-rg.openai.azure.com/openai/v1",
+            "azure.ai.openai",
+            "my-rg.openai.azure.com",
+            443,
+        ),
+        ("https://my-rg.cognitiveservices.azure.com/openai/v1", "azure.ai.openai", None, 443),
+        ("https://my-hub.services.ai.azure.com/models", "azure.ai.inference", None, 443),
+        ("https://api.deepseek.com", "deepseek", "api.deepseek.com", 443),
+        ("https://api.groq.com/openai/v1", "groq", "api.groq.com", 443),
+        ("https://api.mistral.ai/v1", "mistral_ai", "api.mistral.ai", 443),
+        ("https://api.x.ai/v1", "x_ai", "api.x.ai", 443),
+        ("https://API.Moonshot.ai./v1", "moonshot_ai", "api.moonshot.ai.", 443),
+        ("https://api.perplexity.ai", "perplexity", None, 443),
+        ("https://api.cohere.ai/compatibility/v1", "cohere", None, 443),
+        (
+            "https://generativelanguage.googleapis.com/v1beta/openai",
+            "gcp.gemini",
+            "generativelanguage.googleapis.com",
+            443,
+        ),
+        ("https://us-central1-aiplatform.googleapis.com/v1/projects/p", "gcp.vertex_ai", None, 443),
+        ("https://bedrock-runtime.us-west-2.amazonaws.com/openai/v1", "aws.bedrock", None, 443),
+        ("https://openrouter.ai/api/v1", "openrouter", "openrouter.ai", 443),
+        ("http://localhost:11434/v1", "openai", "localhost", 11434),
+        ("http://10.0.0.7/v1", "openai", "10.0.0.7", 80),
+        ("https://llm.example.com:8443/v1", "openai", "llm.example.com", 8443),
+        ("https://api.groq.com.example.net/v1", "openai", None, 443),  # not Groq's host
+    ],
+)
+def test_an_openai_client_names_who_serves_its_base_url(
+    otel: Otel, base_url: str, provider: str, address: str | None, port: int
+) -> None:
+    # gen_ai.provider.name is what the host is (the conventions' well-known values), not the
+    # API the client speaks: "openai" only for OpenAI's hosts and hosts it does not know.
+    client = trio_invoke.OpenAIChatClient("m", base_url=base_url, api_key="k")
+    assert client.provider_name == provider
+    attributes = chat_span_of(otel, client).attributes or {}
+    assert attributes["gen_ai.provider.name"] == provider
+    if address is not None:
+        assert attributes["server.address"] == address.lower()
+    assert attributes["server.port"] == port
+
+
+@pytest.mark.parametrize(
+    ("base_url", "provider"),
+    [
+        ("https://api.anthropic.com", "anthropic"),
+        ("https://api.deepseek.com/anthropic", "deepseek"),
+        ("https://api.moonshot.ai/anthropic", "moonshot_ai"),
+        ("http://127.0.0.1:8080", "anthropic"),
+    ],
+)
+def test_an_anthropic_client_names_who_serves_its_base_url(
+    otel: Otel, base_url: str, provider: str
+) -> None:
+    client = trio_invoke.AnthropicChatClient("m", base_url=base_url, api_key="k")
+    assert client.provider_name == provider
+    attributes = chat_span_of(otel, client).attributes or {}
+    assert attributes["gen_ai.provider.name"] == provider
+
+
+def test_a_clients_own_provider_name_and_base_url_are_read_like_its_model(otel: Otel) -> None:
+    model = Model([])
+    model.provider_name = "my_lab"  # type: ignore[attr-defined]
+    model.base_url = "https://inference.my-lab.example:9000/v2"  # type: ignore[attr-defined]
+    attributes = chat_span_of(otel, model).attributes or {}
+    assert attributes["gen_ai.provider.name"] == "my_lab"
+    assert attributes["server.address"] == "inference.my-lab.example"
+    assert attributes["server.port"] == 9000
+    assert attributes["gen_ai.request.model"] == "test-model"
+
+
+async def test_prompt_cache_tokens_are_on_the_chat_and_run_spans(otel: Otel) -> None:
+    cached = Usage(100, 7, cache_read_input_tokens=80, cache_creation_input_tokens=15)
+    script = [
+        batch("lookup", usage=cached),
+        [TextDelta("done"), Finish(FinishReason.STOP, Usage(50, 2, cache_read_input_tokens=40))],
+    ]
+    agent = FunctionInvokingChatClient(Model(script), [lookup], telemetry=otel.telemetry())
+    await run_to_completion(agent, USER)
+    first, second = (span.attributes or {} for span in otel.named("chat"))
+    assert first["gen_ai.usage.input_tokens"] == 100
+    assert first["gen_ai.usage.cache_read.input_tokens"] == 80
+    assert first["gen_ai.usage.cache_creation.input_tokens"] == 15
+    assert second["gen_ai.usage.cache_read.input_tokens"] == 40
+    assert "gen_ai.usage.cache_creation.input_tokens" not in second  # none: left out
+    (run,) = otel.named("invoke_agent")
+    assert (run.attributes or {})["gen_ai.usage.cache_read.input_tokens"] == 120
+    assert (run.attributes or {})["gen_ai.usage.cache_creation.input_tokens"] == 15
+
+
+async def test_the_run_span_names_the_provider_and_model_of_its_first_model_call(
+    otel: Otel,
+) -> None:
+    model = Model([batch("lookup"), [TextDelta("done"), Finish(FinishReason.STOP)]])
+    model.provider_name = "my_lab"  # type: ignore[attr-defined]
+    agent = FunctionInvokingChatClient(model, [lookup], telemetry=otel.telemetry())
+    await run_to_completion(agent, USER)
+    (run,) = otel.named("invoke_agent")
+    assert (run.attributes or {})["gen_ai.provider.name"] == "my_lab"
+    assert (run.attributes or {})["gen_ai.request.model"] == "test-model"
+    # A client that says neither: the run's span says neither.
+    otel.exporter.clear()
+    plain = ScriptedChatClient(["hi"])
+    await run_to_completion(FunctionInvokingChatClient(plain, telemetry=otel.telemetry()), USER)
+    (run,) = otel.named("invoke_agent")
+    assert "gen_ai.provider.name" not in (run.attributes or {})
+    assert "gen_ai.request.model" not in (run.attributes or {})
+
+
+@pytest.mark.parametrize("value", [None, "", 7, b"openai", "unix:///tmp/x.sock", "http://[::1"])
+def test_what_a_client_does_not_say_is_left_out(otel: Otel, value: object) -> None:
+    model = Model([])
+    model.provider_name = value  # type: ignore[attr-defined]
+    model.base_url = value  # type: ignore[attr-defined]
+    attributes = chat_span_of(otel, model).attributes or {}
+    assert "server.address" not in attributes
+    assert "server.port" not in attributes
+    if not (isinstance(value, str) and value):
+        assert "gen_ai.provider.name" not in attributes
+
+
+async def test_a_sampler_sees_who_a_model_call_goes_to_when_its_span_starts() -> None:
+    # The conventions ask for the operation, provider, model and server at the span's start,
+    # where a sampler decides.
+    seen: dict[str, Any] = {}
+
+    class Watching(Sampler):
+        def should_sample(
+            self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
+            attributes: Any = None, *a: Any, **k: Any,
+        ) -> SamplingResult:  # fmt: skip
+            if name.startswith("chat"):
+                seen.update(attributes or {})
+            return SamplingResult(Decision.RECORD_AND_SAMPLE)
+
+        def get_description(self) -> str:
+            return "Watching"
+
+    provider = TracerProvider(sampler=Watching())
+    client = trio_invoke.OpenAIChatClient("gpt-x", base_url="https://api.groq.com/openai/v1")
+    run = Telemetry(tracer_provider=provider).run(USER)
+    run.chat(client, USER, RunOptions()).end(None, None, None)
+    run.end(None, None, None)
+    provider.shutdown()
+    assert seen == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "groq",
+        "gen_ai.request.model": "gpt-x",
+        "server.address": "api.groq.com",
+        "server.port": 443,
+    }
+
+
+async def test_a_model_call_over_http_is_described_on_its_span_and_its_metrics(
+    otel: Otel,
+) -> None:
+    from sse_server import Reply, SSEServer
+
+    def chunk(**fields: Any) -> dict[str, Any]:
+        return {"id": "chatcmpl-1", "model": "m-0613", "choices": [], **fields}
+
+    chunks = [
+        chunk(choices=[{"index": 0, "delta": {"content": "hi"}}]),
+        chunk(choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+        chunk(usage={"prompt_tokens": 3, "completion_tokens": 1}),
+        "[DONE]",
+    ]
+    body = "".join(f"data: {c if isinstance(c, str) else json.dumps(c)}\n\n" for c in chunks)
+    server = SSEServer([Reply([body.encode()])])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        async with trio_invoke.OpenAIChatClient("m", base_url=server.url) as model:
+            agent = FunctionInvokingChatClient(model, telemetry=otel.telemetry())
+            with trio.fail_after(10):
+                await agent.get_response(USER)
+        nursery.cancel_scope.cancel()
+    (chat,) = otel.named("chat")
+    where = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "m",
+        "server.address": "127.0.0.1",
+        "server.port": server.port,
+    }
+    assert where.items() <= dict(chat.attributes or {}).items()
+    # What the response said of itself: the model that answered and the completion's id.
+    assert (chat.attributes or {})["gen_ai.response.model"] == "m-0613"
+    assert (chat.attributes or {})["gen_ai.response.id"] == "chatcmpl-1"
+    where["gen_ai.response.model"] = "m-0613"  # on the metrics too; the id is not
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert dict(duration.attributes) == where
+    tokens = otel.points("gen_ai.client.token.usage")
+    assert sorted(p.attributes["gen_ai.token.type"] for p in tokens) == ["input", "output"]
+    for point in tokens:
+        assert dict(point.attributes) == {
+            **where,
+            "gen_ai.token.type": point.attributes["gen_ai.token.type"],
+        }
+    assert otel.opened.open == set()
+
+
+async def test_an_anthropic_response_names_its_model_and_id_on_the_chat_span(otel: Otel) -> None:
+    from anthropic_streams import MODEL, message_end, message_start, text_block
+    from sse_server import Reply, SSEServer
+
+    body = message_start(msg_id="msg_01XYZ") + text_block(0, "hi") + message_end()
+    server = SSEServer([Reply([body])])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        async with trio_invoke.AnthropicChatClient("claude-x", base_url=server.root) as model:
+            agent = FunctionInvokingChatClient(model, telemetry=otel.telemetry())
+            with trio.fail_after(10):
+                await agent.get_response(USER)
+        nursery.cancel_scope.cancel()
+    (chat,) = otel.named("chat")
+    attributes = chat.attributes or {}
+    assert attributes["gen_ai.provider.name"] == "anthropic"
+    assert attributes["gen_ai.request.model"] == "claude-x"
+    assert attributes["gen_ai.response.model"] == MODEL
+    assert attributes["gen_ai.response.id"] == "msg_01XYZ"
+    assert (attributes["server.address"], attributes["server.port"]) == ("127.0.0.1", server.port)
+
+
+@pytest.mark.parametrize("eager", [False, True])
+async def test_a_model_call_a_tool_makes_is_not_the_runs(otel: Otel, eager: bool) -> None:
+    # A tool that calls a model itself (no telemetry of its own), started while the run's
+    # model still streams (eager): what that response says of itself is not the run's model
+    # call's, even when the run's model names neither its model nor an id.
+    from sse_server import Reply, SSEServer
+
+    def body(chunk: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+
+    call = {"index": 0, "id": "c1", "function": {"name": "ask", "arguments": "{}"}}
+    model_replies = [
+        Reply([body({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})]),
+        Reply([body({"choices": [{"index": 0, "delta": {"content": "ok"}}]})]),
+    ]
+    tool_reply = Reply(
+        [body({"id": "tool-response", "model": "tool-model", "choices": [
+            {"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]})]
+    )  # fmt: skip
+    model_server, tool_server = SSEServer(model_replies), SSEServer([tool_reply])
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(model_server.serve)
+        await nursery.start(tool_server.serve)
+        async with trio_invoke.OpenAIChatClient("m", base_url=tool_server.url) as helper:
+
+            @tool
+            async def ask() -> str:
+                """Asks another model."""
+                text = ""
+                async with helper.run([ChatMessage.user("?")]) as updates:
+                    async for update in updates:
+                        if isinstance(update, TextDelta):
+                            text += update.text
+                return text
+
+            async with trio_invoke.OpenAIChatClient("m", base_url=model_server.url) as model:
+                agent = FunctionInvokingChatClient(
+                    model, [ask], telemetry=otel.telemetry(), eager_tools=eager
+                )
+                with trio.fail_after(10):
+                    result = await run_to_completion(agent, USER)
+        nursery.cancel_scope.cancel()
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert (called.result, called.is_error) == ("x", False)  # the tool's model answered
+    chats = otel.named("chat")
+    assert len(chats) == 2
+    for chat in chats:
+        assert "gen_ai.response.id" not in (chat.attributes or {})
+        assert "gen_ai.response.model" not in (chat.attributes or {})
+    for point in otel.points("gen_ai.client.operation.duration"):
+        assert "gen_ai.response.model" not in point.attributes
+
+
+async def test_a_client_whose_attributes_raise_runs_as_without_telemetry(otel: Otel) -> None:
+    # A wrapper that looks everything up (``__getattr__``) and raises KeyError, or a property
+    # that raises: telemetry only watches, the run goes on with the span less described.
+    class Wrapper:
+        def __init__(self) -> None:
+            self.inner = ScriptedChatClient(["hello"])
+
+        def __getattr__(self, name: str) -> Any:
+            raise KeyError(name)
+
+        def run(self, messages: Sequence[ChatMessage], options: RunOptions | None = None) -> Any:
+            return self.inner.run(messages, options)
+
+    agent = FunctionInvokingChatClient(Wrapper(), telemetry=otel.telemetry())
+    with trio.fail_after(10):
+        response = await agent.get_response(USER)
+    assert response.text == "hello"
+    (chat,) = otel.named("chat")
+    assert chat.name == "chat"
+    assert dict(chat.attributes or {}) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.response.finish_reasons": ("stop",),
+    }
+
+
+def test_a_base_url_set_later_names_its_provider(otel: Otel) -> None:
+    client = trio_invoke.OpenAIChatClient("m", base_url="https://api.openai.com/v1")
+    client.base_url = "https://api.groq.com/openai/v1"
+    assert client.provider_name == "groq"
+    attributes = chat_span_of(otel, client).attributes or {}
+    assert (attributes["gen_ai.provider.name"], attributes["server.address"]) == (
+        "groq",
+        "api.groq.com",
+    )
+    with pytest.raises(AttributeError, match="derived"):
+        client.provider_name = "openai"

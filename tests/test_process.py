@@ -244,7 +244,7 @@ def test_a_local_enum_parameter_fails_at_decoration() -> None:
 
 def test_the_missing_extra_is_named_at_decoration(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "trio_parallel", None)  # import trio_parallel -> ImportError
-    with pytest.raises(ImportError, match=r'pip install "trio_invoke\[process\]"'):
+    with pytest.raises(ImportError, match=r'pip install "trio-invoke\[process\] @ git\+https://'):
         tool(isolation="process")(pt.scale)
     assert tool(pt.scale).isolation == "thread"  # threads need nothing
 

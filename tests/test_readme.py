@@ -17,6 +17,7 @@ import shutil
 import socket
 import sys
 import textwrap
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -211,3 +212,33 @@ def test_every_install_command_installs_trio_invoke_from_a_checkout_or_git() -> 
     assert len(installs) >= 5
     from_pypi = [c for c in installs if re.search(r"trio[-_]invoke", c) and "@ git+" not in c]
     assert from_pypi == [], "README.md installs trio_invoke from PyPI, where it is not"
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\s\[<>=!~;]", requirement.strip('"'), maxsplit=1)[0]
+
+
+def test_the_editable_environment_has_what_the_whole_suite_needs() -> None:
+    """The Development section's editable installs are environments the whole suite runs in:
+    every extra (the tests of trio_invoke.mcp, .otel and process tools import what they bring),
+    and the tests group's requirements."""
+    pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = set(pyproject["project"]["optional-dependencies"])
+    development = README.read_text(encoding="utf-8").split("\n## Development\n", 1)[1]
+    installs = re.findall(r'`\.venv/bin/pip install -e "\.\[([\w,]+)\]" ([^`]*)`', development)
+    assert [set(named.split(",")) for named, _ in installs] == [extras, extras]
+    (_, plain), (_, grouped) = installs
+    assert grouped == "--group dev"
+    brought = {"hypothesis", "trio-parallel"}  # by the testing and process extras
+    needed = {_name(r) for r in pyproject["dependency-groups"]["tests"]} - brought
+    assert needed <= {_name(r) for r in plain.split()}
+
+
+def test_install_names_every_extra() -> None:
+    """Install's table has a row for each extra, and its commands install each one."""
+    pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = set(pyproject["project"]["optional-dependencies"])
+    install = README.read_text(encoding="utf-8").split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"^\| `(\w+)` \|", install, re.M)) == extras
+    commands = re.findall(r'^\.venv/bin/pip install "\.\[([\w,]+)\]"', install, re.M)
+    assert {extra for named in commands for extra in named.split(",")} == extras

@@ -218,10 +218,11 @@ def test_strategies_are_imported_on_first_use() -> None:
 def test_a_strategy_without_hypothesis_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "hypothesis", None)  # import hypothesis -> ImportError
     monkeypatch.delitem(sys.modules, "trio_invoke.testing._strategies", raising=False)
-    monkeypatch.delattr(trio_invoke.testing, "tool_arguments", raising=False)
+    # not delattr: reading the attribute first would import the strategies, without Hypothesis
+    monkeypatch.delitem(vars(trio_invoke.testing), "tool_arguments", raising=False)
     with pytest.raises(
         ImportError,
-        match=r'tool_arguments needs .* "trio_invoke\[testing\]" '
+        match=r'tool_arguments needs .* "trio-invoke\[testing\] @ git\+https://\S+" '
         r'\(from a checkout: pip install "\.\[testing\]"\)$',
     ):
         from trio_invoke.testing import tool_arguments  # noqa: F401
@@ -261,7 +262,8 @@ def test_the_kit_works_without_hypothesis_and_strategies_name_the_extra() -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
         "trio_invoke.testing.json_values needs Hypothesis, which is not installed: "
-        'pip install "trio_invoke[testing]" (from a checkout: pip install ".[testing]")\n'
+        'pip install "trio-invoke[testing] @ git+https://github.com/trio-invoke/trio_invoke" '
+        '(from a checkout: pip install ".[testing]")\n'
     )
 
 

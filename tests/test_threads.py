@@ -189,6 +189,30 @@ async def test_an_int_is_one_limiter_per_client_and_run(gate: Gate) -> None:
             gate.opened.set()
 
 
+async def test_max_tool_threads_assigned_later_takes_effect() -> None:
+    seen: list[trio.CapacityLimiter] = []
+
+    @tool
+    async def which(i: int) -> str:
+        """The limiter the run's sync tools use."""
+        seen.append(tool_thread_limiter())
+        return "ok"
+
+    limiter = trio.CapacityLimiter(2)
+    client = FunctionInvokingChatClient(ScriptedChatClient(calls("which", 1) * 2), [which])
+    client.max_tool_threads = limiter
+    with trio.fail_after(WAIT):
+        assert await results(client) == ["ok"]
+    assert seen == [limiter]
+    with pytest.raises(ConfigurationError, match="max_tool_threads"):
+        client.max_tool_threads = 0
+    assert client.max_tool_threads is limiter
+    client.max_tool_threads = None
+    with trio.fail_after(WAIT):
+        assert await results(client) == ["ok"]
+    assert seen[1] is current_default_tool_thread_limiter()
+
+
 async def test_a_tools_own_limiter_wins(gate: Gate) -> None:
     own = trio.CapacityLimiter(1)
     client_limiter = trio.CapacityLimiter(5)

@@ -1007,3 +1007,39 @@ def test_only_the_numbers_too_large_are_named() -> None:
     schema = {"properties": {"list": {"items": {"multipleOf": 0.5}}, "big": {"multipleOf": 0.5}}}
     errors = errors_of(args, schema)
     assert [e.split(" is ")[0] for e in errors] == ["field 'list[1]'", "field 'big'"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments", "message"),
+    [
+        (
+            {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}},
+            {"ok": 1, "Bad": 2},
+            "arguments: key 'Bad' must match propertyNames {'pattern': '^[a-z]+$'}",
+        ),
+        (
+            {"type": "object", "propertyNames": {"maxLength": 2}},
+            {"abc": 1, "ab": 2, "wxyz": 3},
+            "arguments: keys 'abc', 'wxyz' must match propertyNames {'maxLength': 2}",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"tags": {"type": "object", "propertyNames": {"enum": ["a", "b"]}}},
+            },
+            {"tags": {"a": 1, "c": 2}},
+            "field 'tags': key 'c' must match propertyNames {'enum': ['a', 'b']}",
+        ),
+        (
+            {"type": "object", "propertyNames": False},
+            {"x": 1},
+            "arguments: key 'x' not allowed (propertyNames is false: no keys are)",
+        ),
+    ],
+)
+def test_property_names_errors_name_the_keys(
+    schema: dict[str, Any], arguments: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ArgumentsError) as caught:
+        validate_against_schema(arguments, schema)
+    assert str(caught.value) == message

@@ -30,6 +30,13 @@ class ChatClient(Protocol):
     A response is a sequence of ``TextDelta`` and ``ToolCallStart`` / ``ToolCallArgs`` /
     ``ToolCallEnd`` updates (every started call ends, ids unique within the response), closed by
     at most one ``Finish`` (``TOOL_CALLS`` when it called tools) that carries the usage.
+
+    Optional attributes that telemetry (``trio_invoke.otel.Telemetry``) reads, as the built-in
+    clients have them: ``model`` (the model name: ``gen_ai.request.model`` and the span's
+    name), ``provider_name`` (who serves it, in the OpenTelemetry GenAI conventions' names:
+    ``"openai"``, ``"anthropic"``, ``"groq"``, ... -- ``gen_ai.provider.name``) and
+    ``base_url`` (an http(s) URL: ``server.address`` and ``server.port``). A client without
+    them works the same; its model calls are just described less.
     """
 
     def run(

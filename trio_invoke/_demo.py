@@ -539,7 +539,9 @@ async def amain(
         if getattr(args, "live", bool(args.base_url)):
             live = _live_model(args, printer)
             model = await stack.enter_async_context(live)
-            printer.line(f"model: {args.model} at {live.base_url}")
+            from .providers._settings import shown_url  # noqa: PLC0415 -- needs the optional httpx2
+
+            printer.line(f"model: {args.model} at {shown_url(live.base_url)}")
         else:
             model = scripted_model(delay)
             printer.line("model: the embedded scripted model (no network, no API key)")

@@ -234,7 +234,9 @@ class StopLoop(Exception):  # noqa: N818 -- a signal, like StopIteration, not an
     """Raise from a tool to end the loop after the current batch of calls.
 
     The call's result is ``result`` (not an error); the batch's other calls still run to their
-    results; then the run ends with ``Finish(STOP)`` without calling the model again.
+    results; then the run ends with ``Finish(STOP)`` without calling the model again. When
+    the batch pauses for approval after the call ran, its tool message is marked
+    (``provider_data["stop_loop"]``) and the resume ends the run once the batch is answered.
 
     Example::
 

@@ -75,6 +75,7 @@ REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 _MESSAGE_KEYS: Final = frozenset({"role", "content", "tool_calls", "name", "tool_call_id"})
 _MODELLED_KEYS: Final = _MESSAGE_KEYS.union(REASONING_FIELDS)
 _CALL_KEYS: Final = frozenset({"id", "type", "function"})
+_FUNCTION_KEYS: Final = frozenset({"name", "arguments"})
 _LOOP_ERROR: Final = re.compile(r"(?:\[arguments replaced by the user: .*?\] )?Error: ", re.S)
 """The loop's error text: ``"Error: ..."``, after the note of replaced arguments if any. The one
 definition of it: a tool message without ``provider_data["is_error"]`` is an error result when
@@ -84,6 +85,7 @@ would be wrong (:func:`_loop_tool_result`)."""
 
 _ERROR_MARK: Final = MappingProxyType({"is_error": True})
 _SUCCESS_MARK: Final = MappingProxyType({"is_error": False})
+_STOP_MARK: Final = "stop_loop"
 
 
 class MessageRole(enum.Enum):
@@ -136,13 +138,27 @@ def _call_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
         raise ValueError(f"ToolCall.provider_data must be a mapping, got {preview(value)}")
     data = json_object(without_nulls(value), "ToolCall.provider_data")
     check_call_keys(data, "ToolCall.provider_data")
+    if "function" in data:  # its nulls are absent, and so is an empty one (as on the wire)
+        function = without_nulls(data["function"])
+        rest = {key: item for key, item in data.items() if key != "function"}
+        if function:
+            rest["function"] = function
+        data = MappingProxyType(rest) if rest else EMPTY
     return data
 
 
 def check_call_keys(data: Mapping[str, Any], where: str) -> None:
-    """A call's provider data holds none of the keys the call models (``id``, ``type``,
-    ``function``): ``ValueError`` naming them."""
-    clash = sorted(_CALL_KEYS.intersection(data))
+    """A call's provider data holds none of the keys the call models (``id``, ``type``, and in
+    ``function`` -- an object of the function's other keys -- ``name`` and ``arguments``):
+    ``ValueError`` naming them."""
+    clash = sorted(_CALL_KEYS.difference({"function"}).intersection(data))
+    function = data.get("function", EMPTY)
+    if not isinstance(function, Mapping):
+        raise ValueError(
+            f"{where} 'function' must be an object (the function's keys beyond 'name' and "
+            f"'arguments'), got {preview(function)}"
+        )
+    clash += sorted(f"function.{key}" for key in _FUNCTION_KEYS.intersection(function))
     if clash:
         raise ValueError(f"{where} may not set {', '.join(map(repr, clash))}")
 
@@ -165,7 +181,9 @@ class ToolCall:
         default=EMPTY, kw_only=True, converter=_call_extra, hash=False, repr=show
     )
     """Keys of the call object beyond ``id``, ``type`` and ``function`` (Gemini's
-    ``extra_content``, ...), kept unchanged; see the module docstring."""
+    ``extra_content``, ...), kept unchanged; see the module docstring. Keys of its ``function``
+    object beyond ``name`` and ``arguments`` are kept the same way, as an object under
+    ``"function"``."""
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         return reduce_value(self)
@@ -175,13 +193,12 @@ class ToolCall:
 
         Text that is not valid Unicode is made valid as :meth:`ChatMessage.to_dict` says.
         """
-        data: dict[str, Any] = {
-            "id": wire_text(self.id),
-            "type": "function",
-            "function": {"name": wire_text(self.name), "arguments": wire_text(self.arguments)},
-        }
+        function = {"name": wire_text(self.name), "arguments": wire_text(self.arguments)}
+        data: dict[str, Any] = {"id": wire_text(self.id), "type": "function", "function": function}
         if self.provider_data:
-            data.update(wire_json(self.provider_data))
+            extra = wire_json(self.provider_data)
+            function.update(extra.pop("function", ()))  # the function's own other keys
+            data.update(extra)
         return data
 
     @classmethod
@@ -215,6 +232,9 @@ class ToolCall:
                 f"got {preview(arguments)}{at}"
             )
         extra = {k: v for k, v in data.items() if k not in _CALL_KEYS and v is not None}
+        if not _FUNCTION_KEYS.issuperset(function):  # (nearly every call: only the two)
+            more = {k: v for k, v in function.items() if k not in _FUNCTION_KEYS}
+            extra["function"] = more  # (its nulls are dropped as the call's own are)
         return cls(call_id, name, arguments, provider_data=_json(extra, "tool call", at))
 
 
@@ -511,18 +531,35 @@ class ChatMessage:
 
 
 def _loop_tool_result(
-    call: ToolCall, content: str | tuple[ContentPart, ...], *, is_error: bool
+    call: ToolCall,
+    content: str | tuple[ContentPart, ...],
+    *,
+    is_error: bool,
+    stops: bool = False,
 ) -> ChatMessage:
     """The tool message the loop writes for a call's result: ``provider_data["is_error"]`` only
-    where the text, read as ``_LOOP_ERROR`` says, would tell otherwise than ``is_error``.
-    So in the common case -- a success, or the loop's own ``"Error: ..."`` -- it is exactly
+    where the text, read as ``_LOOP_ERROR`` says, would tell otherwise than ``is_error``, and
+    ``provider_data["stop_loop"]`` when ``stops`` (see :func:`_stops_loop`). So in the common
+    case -- a success, or the loop's own ``"Error: ..."`` -- it is exactly
     ``ChatMessage.tool_result(call, content)``, the message a user would build by hand."""
     message = ChatMessage.tool_result(call, content)
     text = message.text
     reads_as_error = "Error: " in text and _LOOP_ERROR.match(text) is not None  # (most don't)
-    if reads_as_error == bool(is_error):
+    if reads_as_error == bool(is_error) and not stops:
         return message
-    return attrs.evolve(message, provider_data=_ERROR_MARK if is_error else _SUCCESS_MARK)
+    data: dict[str, Any] = {}
+    if reads_as_error != bool(is_error):
+        data.update(_ERROR_MARK if is_error else _SUCCESS_MARK)
+    if stops:
+        data[_STOP_MARK] = True
+    return attrs.evolve(message, provider_data=data)
+
+
+def _stops_loop(message: ChatMessage) -> bool:
+    """Whether ``message`` is the result of a call that raised ``StopLoop`` in a batch that
+    paused for approval: the mark (``provider_data["stop_loop"]``, which no wire sends) carries
+    the stop over to the resume, which ends the run once the batch is answered."""
+    return message.role is MessageRole.TOOL and message.provider_data.get(_STOP_MARK) is True
 
 
 @attrs.frozen(repr=False)

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Concatenate, Generic, ParamSpec, TypeVar
+from typing import Concatenate, Generic, NoReturn, ParamSpec, TypeVar
 
 import trio
 
@@ -25,6 +25,9 @@ P = ParamSpec("P")
 class Once(AbstractAsyncContextManager[T], Generic[T]):
     """``manager``, entered at most once: a second time is a ``RuntimeError`` naming ``call``,
     the call that made it, and ``what`` it is (a "run" of the loop, a model "call").
+
+    Iterated, awaited or entered with a plain ``with`` -- what other agent loops' ``run`` takes
+    -- it is a ``TypeError`` that shows the ``async with`` to write.
 
     Entering and leaving are protected from ``KeyboardInterrupt`` as Trio protects its own
     nursery's: a Ctrl-C that lands there is raised at the next checkpoint instead, so it never
@@ -41,6 +44,24 @@ class Once(AbstractAsyncContextManager[T], Generic[T]):
         self._call = call
         self._what = what
         self._entered = False
+
+    def _misused(self, how: str) -> TypeError:
+        return TypeError(
+            f"{self._call} returns an async context manager, which {how}: write "
+            f"`async with {self._call} as stream:`, then `async for update in stream:`"
+        )
+
+    def __aiter__(self) -> NoReturn:
+        raise self._misused("is not iterated itself")
+
+    def __await__(self) -> NoReturn:
+        raise self._misused("is not awaited")
+
+    def __enter__(self) -> NoReturn:
+        raise self._misused("takes `async with`, not `with`")
+
+    def __exit__(self, *exc_info: object) -> None:  # (``with`` looks for both first)
+        return None
 
     @trio.lowlevel.enable_ki_protection
     async def __aenter__(self) -> T:

@@ -46,7 +46,8 @@ __all__ = ["ProcessTarget", "Reference", "import_trio_parallel", "run_in_worker"
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 _MISSING_EXTRA = (
     '@tool(isolation="process") needs trio-parallel, which is not installed: '
-    'pip install "trio_invoke[process]" (from a checkout: pip install ".[process]")'
+    'pip install "trio-invoke[process] @ git+https://github.com/trio-invoke/trio_invoke" '
+    '(from a checkout: pip install ".[process]")'
 )
 
 

@@ -306,11 +306,50 @@ def _value_error(exc: fastjsonschema.JsonSchemaValueException) -> str:
             f"{subject} is too large to check against multipleOf {exc.rule_definition!r} "
             "(the quotient overflows a float)"
         )
+    if exc.rule == "propertyNames" and isinstance(exc.value, dict):
+        return _property_names_error(exc, _schema_error(name or "data"))
     if name is not None and exc.message.startswith(name):
         return _schema_error(name) + exc.message[len(name) :]
     if name is not None:
         return f"{_schema_error(name)}: {exc.message}"
     return exc.message
+
+
+def _property_names_error(exc: fastjsonschema.JsonSchemaValueException, subject: str) -> str:
+    """``propertyNames`` failed for the object at ``subject``: name the keys that break it
+    (fastjsonschema says only "must be named by propertyName definition")."""
+    definition = exc.rule_definition
+    bad: list[str] = []
+    try:
+        text = json.dumps(definition, sort_keys=True)
+        if '"$ref"' not in text:  # (a $ref would be read against the fragment, not the schema)
+            check = _name_checker(text)
+            bad = [key for key in exc.value if not check(key)]
+    except Exception:  # what it cannot tell, the generic message says
+        bad = []
+    names = ", ".join(repr(key) for key in bad[:5]) + (", ..." if len(bad) > 5 else "")
+    keys = f"key {names}" if len(bad) == 1 else f"keys {names}"
+    if not bad:
+        keys = "a key"
+    if definition is False:
+        return f"{subject}: {keys} not allowed (propertyNames is false: no keys are)"
+    return f"{subject}: {keys} must match propertyNames {definition!r}"
+
+
+@functools.lru_cache(maxsize=64)
+def _name_checker(definition: str) -> Callable[[str], bool]:
+    validate = fastjsonschema.compile(
+        json.loads(definition), handlers=_NO_REMOTE_REFS, use_default=False
+    )
+
+    def check(key: str) -> bool:
+        try:
+            validate(key)
+        except fastjsonschema.JsonSchemaValueException:
+            return False
+        return True
+
+    return check
 
 
 def _unrepresentable(value: object) -> str | None:

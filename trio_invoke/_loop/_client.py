@@ -47,6 +47,25 @@ from ._stream import ChatResponse, InvocationStream
 __all__ = ["FunctionInvokingChatClient"]
 
 _NO_OPTIONS = RunOptions()
+_SETTINGS = frozenset(
+    {
+        "inner",
+        "max_rounds",
+        "on_max_rounds",
+        "tool_timeout",
+        "max_concurrency",
+        "sequential",
+        "max_tool_calls",
+        "max_consecutive_errors",
+        "include_detailed_errors",
+        "eager_tools",
+        "approval",
+        "middleware",
+        "telemetry",
+        "max_tool_threads",
+    }
+)
+"""The constructor's arguments that stay attributes of the client (all but ``tools``)."""
 
 
 def _merge_tools(static: Mapping[str, Entry], provider: Iterable[Tool]) -> dict[str, Entry]:
@@ -123,6 +142,10 @@ class FunctionInvokingChatClient:
             until then; a process tool's worker is killed.
         max_concurrency: The most calls that execute at once: an int (per run) or a
             ``trio.CapacityLimiter`` to share one cap between runs and clients. ``None``: no cap.
+            A round's calls queued for a slot start in call order (with ``eager_tools`` too: a
+            call whose arguments end first still waits for the calls streamed before it); runs
+            that share a limiter take its slots by turns. Waiting for a slot is not run time
+            (``tool_timeout`` starts once the call has its slot).
         sequential: Run each round's calls one by one in call order instead of concurrently.
         max_tool_calls: The most calls one run answers, counted across rounds in call order
             (every call the model makes counts, rejected and invalid ones too); calls over the
@@ -157,6 +180,10 @@ class FunctionInvokingChatClient:
             :func:`current_default_tool_thread_limiter` (40 per Trio run). Tool threads never
             take Trio's own thread slots, so abandoned ones (timed out or cancelled, still
             running) can hold up other sync tools, never the rest of the program.
+
+    Each argument but ``tools`` is an attribute of the same name. One assigned later
+    (``agent.max_rounds = 3``) is checked as the constructor checks it, and takes effect from
+    the next run; runs already going keep what they started with.
 
     Raises:
         ConfigurationError: an option is out of range, two tools share a name, or ``inner`` is
@@ -220,7 +247,7 @@ class FunctionInvokingChatClient:
         self.max_tool_calls = max_tool_calls
         self.max_consecutive_errors = max_consecutive_errors
         self.include_detailed_errors = include_detailed_errors
-        self.eager_tools = eager_tools and not sequential
+        self.eager_tools = eager_tools  # (ignored while sequential: see ``_run``)
         self.max_tool_threads = max_tool_threads
         self._tool_threads = ToolThreads.of(max_tool_threads)
         if isinstance(tools, Tool | str) or callable(tools) or not isinstance(tools, Iterable):
@@ -233,6 +260,17 @@ class FunctionInvokingChatClient:
             self._tools[tool.name] = Entry.of(tool)
         self._plain_options = RunOptions()  # the model's options when the caller gives none
         self._definitions(self._tools)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # A setting changed once ``__init__`` has set them all (a subclass may set one first)
+        if name in _SETTINGS and _SETTINGS.issubset(self.__dict__):
+            settings: dict[str, object] = {key: getattr(self, key) for key in _SETTINGS}
+            settings[name] = value
+            checked = FunctionInvokingChatClient(**settings)  # type: ignore[arg-type]
+            value = checked.__dict__[name]  # as the constructor keeps it (middleware: a tuple)
+            if name == "max_tool_threads":
+                object.__setattr__(self, "_tool_threads", checked._tool_threads)
+        object.__setattr__(self, name, value)
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -311,7 +349,7 @@ class FunctionInvokingChatClient:
             limits,
             policy,
             sequential=self.sequential,
-            eager=self.eager_tools,
+            eager=self.eager_tools and not self.sequential,
             per_call_approval=approval == "per_call",
             observation=self.telemetry.run(conversation) if self.telemetry else None,
         )

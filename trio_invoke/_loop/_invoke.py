@@ -29,7 +29,17 @@ from .._validate import compile_validator, parse_arguments
 from ._channels import primary
 from ._hooks import RunObservation, running
 
-__all__ = ["Entry", "Limits", "Site", "invoke", "not_run", "ready", "really_cancelled"]
+__all__ = [
+    "CallOrder",
+    "Entry",
+    "Limits",
+    "Site",
+    "answered",
+    "invoke",
+    "not_run",
+    "ready",
+    "really_cancelled",
+]
 
 
 @attrs.define(eq=False)
@@ -60,9 +70,68 @@ class Limits:
     """The chain each call that runs goes through, outermost first."""
 
 
+@attrs.define(eq=False)
+class CallOrder:
+    """Under a concurrency limiter: the round's calls take their slots in call order.
+
+    Trio starts a round's call tasks in an order of its own, and the limiter serves its waiters
+    in the order they came. So a call waits for its turn before it asks for a slot: its turn
+    comes once each call before it in call order has its slot, or has passed its turn without
+    one (it was answered without running, it was cancelled, or it does not run in this round).
+    One call of a round at a time waits in the limiter's queue, so rounds that share a limiter
+    take its slots by turns. (A call whose ``ToolCallEnd`` never comes would hold up the calls
+    after it, but then the response fails the round.)
+    """
+
+    place: Callable[[str], int]
+    """Call id -> its place in the round's call order."""
+    _next: int = attrs.field(default=0, init=False)
+    """The first place whose turn has not passed."""
+    _passed: set[int] = attrs.field(factory=set, init=False)
+    """Places after ``_next`` whose turn has passed."""
+    _waiting: dict[int, trio.Event] = attrs.field(factory=dict, init=False)
+    """Place -> the event that the call there waits on for its turn."""
+
+    def passed(self, call_id: str) -> None:
+        """The call's turn has passed (it has its slot, or will never take one)."""
+        place = self.place(call_id)
+        if place < self._next:
+            return
+        self._passed.add(place)
+        while self._next in self._passed:
+            self._passed.remove(self._next)
+            self._next += 1
+        waiting = self._waiting.pop(self._next, None)
+        if waiting is not None:
+            waiting.set()
+
+    async def acquire(self, call_id: str, limiter: trio.CapacityLimiter) -> None:
+        """Take a slot of ``limiter`` for the current task in the call's turn; release it with
+        ``limiter.release()``.
+
+        Cancellation: no slot is taken; the call's turn passes all the same.
+        """
+        place = self.place(call_id)
+        try:
+            if self._next < place:
+                waiting = self._waiting[place] = trio.Event()
+                await waiting.wait()
+            # A free slot is taken at once: the next call may take its own in this batch. (Not
+            # in a cancelled scope: a call cut short before it has its slot never runs.)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                limiter.acquire_nowait()
+            except trio.WouldBlock:
+                await limiter.acquire()
+        finally:
+            self._waiting.pop(place, None)
+            self.passed(call_id)
+
+
 @attrs.frozen
 class Site:
-    """Where a call is made: what its middleware and its observer are told."""
+    """Where a call is made: what its middleware and its observer are told, and the order in
+    which the round's calls take their concurrency slots."""
 
     round: int = 1
     """The round of the run, counting from 1."""
@@ -70,6 +139,8 @@ class Site:
     """The conversation the model saw."""
     observation: RunObservation | None = None
     """The run's observer, if there is one."""
+    order: CallOrder | None = None
+    """Under a concurrency limiter: the order in which the round's calls take their slots."""
 
 
 def to_text(value: Any) -> str:
@@ -95,6 +166,14 @@ def _a(name: str) -> str:
 def not_run(call: ToolCall, why: str) -> ToolCalled:
     """The error result of a call that was not run, saying ``why``."""
     return ToolCalled(call, f"Error: not run: {why}", is_error=True)
+
+
+def answered(called: ToolCalled, site: Site) -> Awaitable[ToolCalled]:
+    """``called``, the answer of a call that does not run, as an awaitable answer; under a
+    concurrency limiter the calls after it do not wait for it."""
+    if site.order is not None:
+        site.order.passed(called.call.id)
+    return ready(called)
 
 
 def _replacement(call: ToolCall, decision: ToolApprovalResponse | None) -> ToolCall:
@@ -143,8 +222,9 @@ def invoke(
 
     ``began(call.id, when)`` is called when the tool (or its middleware) begins to run: at once,
     or once the call has its concurrency slot under a limiter (a call cut short before then
-    never ran). Calls answered without running (rejected, unknown tool, invalid arguments) do
-    not begin.
+    never ran; with ``site.order``, the slot is taken in the call's turn). Calls answered
+    without running (rejected, unknown tool, invalid arguments) do not begin, and pass their
+    turn at once.
 
     Cancellation: the tool (and the middleware around it) is cancelled wherever it was (a sync
     tool's thread is abandoned and may still finish); no result is returned, the caller answers
@@ -155,8 +235,9 @@ def invoke(
     if decision is not None:
         if not decision.approved:
             reason = f": {decision.reason}" if decision.reason else ""
-            return ready(
-                ToolCalled(call, f"Error: the user rejected this call{reason}", is_error=True)
+            return answered(
+                ToolCalled(call, f"Error: the user rejected this call{reason}", is_error=True),
+                site,
             )
         edited = _replacement(call, decision)
         if edited is not call:
@@ -164,19 +245,20 @@ def invoke(
     entry = tools.get(call.name)
     if entry is None:
         available = ", ".join(tools) or "none"
-        return ready(
+        return answered(
             ToolCalled(
                 call,
                 f"Error: unknown tool {call.name!r}. Available tools: {available}",
                 is_error=True,
-            )
+            ),
+            site,
         )
     try:
         arguments = parse_arguments(edited.arguments)
         entry.validate(arguments)
     except ArgumentsError as exc:
         text = f"{note}Error: invalid arguments for tool {call.name!r}: {exc}"
-        return ready(ToolCalled(edited, text, is_error=True, exception=exc))
+        return answered(ToolCalled(edited, text, is_error=True, exception=exc), site)
     timeout = entry.timeout if entry.timeout is not None else limits.timeout
     if began is not None and limits.limiter is None:
         began(call.id, started)
@@ -226,13 +308,20 @@ async def _around(
             entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
         )
     else:
-        async with limits.limiter:  # queueing for the limiter does not count as run time
+        limiter = limits.limiter
+        if site.order is None:
+            await limiter.acquire()
+        else:  # the round's calls take their slots in call order
+            await site.order.acquire(call.id, limiter)
+        try:  # queueing for the limiter does not count as run time
             started = trio.current_time()  # (nor in the call's duration)
             if began is not None:
                 began(call.id, started)
             called = await timed(
                 entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
             )
+        finally:
+            limiter.release()
     if note or limits.middleware:
         parts = called.parts
         if parts and limits.middleware and called.result != tool_result_content(parts)[0]:

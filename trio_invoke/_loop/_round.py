@@ -19,13 +19,16 @@ A round opens a nursery and two memory channels, standing in for the seed's mpsc
 
 Each piece of state has one writer: the consumer feeds the accumulator and claims calls
 (``_started``); each call task records when its tool began to run (``_began``) and its own
-result once it is in ``events`` (``_results``); the loop side takes the turn. When a round is
-cut short, :meth:`Round.settle` closes it synchronously once its nursery is gone.
+result once it is in ``events`` (``_results``); the loop side takes the turn. Under a
+concurrency limiter the calls take their slots in call order (``_invoke.CallOrder``): each call
+task passes its own turn, the consumer those of the calls that do not run in the round. When a
+round is cut short, :meth:`Round.settle` closes it synchronously once its nursery is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
@@ -35,7 +38,14 @@ import trio
 
 from .._accumulate import ToolCallAccumulator
 from .._exceptions import ChatClientError, StopLoop, StreamProtocolError, TrioInvokeError
-from .._messages import ChatMessage, FinishReason, ToolCall, _loop_tool_result
+from .._messages import (
+    ChatMessage,
+    FinishReason,
+    MessageRole,
+    ToolCall,
+    _loop_tool_result,
+    _stops_loop,
+)
 from .._options import ToolApprovalResponse
 from .._updates import (
     MODEL_UPDATES,
@@ -47,7 +57,7 @@ from .._updates import (
 )
 from ._channels import offer, primary, send
 from ._hooks import ChatObservation, running
-from ._invoke import Site, invoke, not_run, ready, really_cancelled
+from ._invoke import CallOrder, Site, answered, invoke, not_run, really_cancelled
 from ._policy import BUDGET_SPENT, RoundOutcome, RoundPlan, turn_reason
 
 if TYPE_CHECKING:
@@ -86,6 +96,9 @@ class Round:
     """On resume: the calls the conversation ends with, in call order."""
     decisions: Mapping[str, ToolApprovalResponse] = attrs.field(factory=dict)
     """On resume: the user's answers, by call id."""
+    stopped_before: bool = False
+    """On resume: a call of the batch raised ``StopLoop`` before the pause (its tool message
+    says so), so the run ends once the batch is answered."""
     # -- written by the consumer ----------------------------------------------------------------
     _started: set[str] = attrs.field(factory=set, init=False)
     """Ids of the calls handed to a task."""
@@ -109,7 +122,11 @@ class Round:
     def resume(
         cls, run: Run, calls: Sequence[ToolCall], decisions: Mapping[str, ToolApprovalResponse]
     ) -> Round:
-        round_ = cls(run, RoundPlan(), None, tuple(calls), decisions)
+        answered = itertools.takewhile(
+            lambda message: message.role is MessageRole.TOOL, reversed(run.messages)
+        )
+        stopped = any(_stops_loop(message) for message in answered)
+        round_ = cls(run, RoundPlan(), None, tuple(calls), decisions, stopped)
         round_._positions = {call.id: index for index, call in enumerate(round_.pending)}
         return round_
 
@@ -140,6 +157,7 @@ class Round:
             failed += called.is_error
             stopped += isinstance(called.exception, StopLoop)
         results = len(self._results)
+        stopped += self.stopped_before
         return RoundOutcome(turn.reason, len(turn.calls), 0 < results == failed, stopped > 0)
 
     def messages(self) -> list[ChatMessage]:
@@ -149,10 +167,14 @@ class Round:
         turn = self._turn
         assert turn is not None
         out = [turn.message] if turn.message is not None else []
+        paused = turn.reason is FinishReason.AWAITING_APPROVAL
         for call in turn.calls:
             called = self._results.get(call.id)
             if called is not None:
-                out.append(_loop_tool_result(call, called.content, is_error=called.is_error))
+                stops = paused and isinstance(called.exception, StopLoop)  # kept for the resume
+                out.append(
+                    _loop_tool_result(call, called.content, is_error=called.is_error, stops=stops)
+                )
         return out
 
     def settle(self, *, not_started: str, started: str) -> list[AgentResponseUpdate]:
@@ -180,9 +202,8 @@ class Round:
                 began = self._began.get(call.id)
                 if began is not None:
                     why, took = started, now - began
-                elif call.id in self._started and self.run.limits.limiter is None:
-                    why, took = started, 0.0  # its task had not begun yet
-                else:  # never handed to a task, or still queued for a slot: it never ran
+                else:  # never handed to a task, its task cut short before it began, or
+                    # still queued for a slot: it never ran
                     why, took = not_started, 0.0
                 called = ToolCalled(call, f"Error: {why}", is_error=True, duration=took)
                 self._results[call.id] = called
@@ -197,7 +218,7 @@ class Round:
         with events, turns:
             if self.accumulator is None:  # a resume: its round is counted once it plays
                 message, calls, reason = None, self.pending, FinishReason.TOOL_CALLS
-                self._site = self.run.site(tuple(self.run.messages))
+                self._site = self._ordered(self.run.site(tuple(self.run.messages)))
             else:
                 model_reason = await self._stream(events, nursery)
                 calls = tuple(self.accumulator.finish())
@@ -225,7 +246,15 @@ class Round:
                 for call in waiting:
                     await send(events, ToolApprovalRequest(call))
             turns.send_nowait(Turn(message, calls, reason))  # capacity 1, sent once
-            if not run_now or reason not in _RUNS_CALLS:
+            if reason not in _RUNS_CALLS:
+                run_now = ()
+            order = self._site.order
+            if order is not None:  # the calls that do not run hold up none that do
+                runs = {call.id for call in run_now}
+                for call in calls:
+                    if call.id not in runs and call.id not in self._started:
+                        order.passed(call.id)
+            if not run_now:
                 return
             calls = run_now
             if self.run.sequential:
@@ -257,6 +286,7 @@ class Round:
         seen = tuple(run.messages)
         if run.limits.middleware or run.observation is not None:
             self._site = run.site(seen)  # only middleware and observers are told where
+        self._site = self._ordered(self._site)  # before any call starts (eager start)
         observed: ChatObservation | None = None
         if run.observation is not None:
             observed = run.observation.chat(run.inner, seen, options)
@@ -314,8 +344,11 @@ class Round:
         approval only the calls that need approval wait (the pause lists them last)."""
         assert self.accumulator is not None
         if type(update) is ToolCallStart:
-            if not self.run.per_call_approval and self.run.needs_approval(update.name):
-                self._approval_at = min(self._approval_at, self.accumulator.position(update.id))
+            if not self.run.per_call_approval:
+                if self.run.needs_approval(update.name):
+                    self._approval_at = min(self._approval_at, self.accumulator.position(update.id))
+            elif self._site.order is not None and self.run.needs_approval(update.name):
+                self._site.order.passed(update.id)  # it waits for approval: not in this round
         elif (
             ended is not None
             and self.accumulator.position(ended.id) < self._approval_at
@@ -333,6 +366,9 @@ class Round:
         """A call task: its one result goes into its own clone of ``events``, then the clone is
         closed -- the last one closed ends the round."""
         with events:
+            # A task started in a round already cut short (the model failed meanwhile) does
+            # not begin its call: what a tool does before its first await would run otherwise.
+            await trio.lowlevel.checkpoint_if_cancelled()
             called = await self._answer(call)
             if not offer(events, called):  # as _answer_into, one coroutine fewer per call
                 await events.send(called)
@@ -350,9 +386,9 @@ class Round:
         """The call's answer, to await: its result, or why it is not run (a coroutine of its
         own only for a call that runs)."""
         if self.plan.withheld is not None:
-            return ready(not_run(call, self.plan.withheld))
+            return answered(not_run(call, self.plan.withheld), self._site)
         if not self.run.policy.allows(self._position(call)):
-            return ready(not_run(call, BUDGET_SPENT))
+            return answered(not_run(call, BUDGET_SPENT), self._site)
         run = self.run
         return invoke(
             call,
@@ -368,16 +404,31 @@ class Round:
             return self.accumulator.position(call.id)
         return self._positions[call.id]
 
+    def _ordered(self, site: Site) -> Site:
+        """``site``, with the round's :class:`CallOrder` under a concurrency limiter."""
+        if self.run.limits.limiter is None:
+            return site
+        place = self._positions.__getitem__
+        if self.accumulator is not None:
+            place = self.accumulator.position
+        return attrs.evolve(site, order=CallOrder(place))
+
 
 def _failure(run: Run, exc: BaseException) -> BaseException:
     """What the inner client's exception means for the run: library errors as they are, any
     other exception a ``ChatClientError`` (the original is its cause); interrupts and
     cancellations as they are. A ``Cancelled`` that no scope around the round is cancelling
     (the client's own, alone or in a group) is the client's failure too: let out as it is, the
-    round's nursery would swallow it."""
+    round's nursery would swallow it. A group of several errors the client raised itself (its
+    own nursery, two of whose tasks failed) is the cause whole, less any ``Cancelled``; a group
+    of one error stands for that error."""
     if isinstance(exc, TrioInvokeError):
         return exc
     cause = primary(exc)
+    if isinstance(exc, BaseExceptionGroup) and isinstance(cause, Exception):
+        cancelled, errors = exc.split(trio.Cancelled)
+        if errors is not None and len(errors.exceptions) > 1:
+            cause = exc if cancelled is None else errors
     client = type(run.inner).__name__
     if isinstance(cause, trio.Cancelled):
         if really_cancelled():

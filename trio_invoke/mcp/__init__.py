@@ -15,7 +15,8 @@ try:
     import mcp as _mcp  # noqa: F401 -- only to check that the SDK is there
 except ImportError as _exc:  # pragma: no cover - the test hides mcp and re-imports this module
     raise ImportError(
-        'trio_invoke.mcp needs the MCP SDK, which is not installed: pip install "trio_invoke[mcp]" '
+        "trio_invoke.mcp needs the MCP SDK, which is not installed: "
+        'pip install "trio-invoke[mcp] @ git+https://github.com/trio-invoke/trio_invoke" '
         '(from a checkout: pip install ".[mcp]")'
     ) from _exc
 

@@ -163,6 +163,31 @@ class MCPTool:
         return await self.server._call(self, arguments)
 
 
+def _checked_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` as a dict, once checked: names and values are ``str``, a name is not empty and
+    holds no ``=``, neither holds a NUL (what the operating system refuses, as the process
+    would fail to start)."""
+    # (values are not shown: an environment holds API keys and tokens)
+    if not isinstance(env, Mapping):
+        raise ConfigurationError(
+            f"env must be a mapping of names to values, got a {type(env).__name__}"
+        )
+    checked: dict[str, str] = {}
+    for name, value in env.items():
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            raise ConfigurationError(
+                f"env names must be non-empty strs without '=' or NUL, got {name!r}"
+            )
+        if not isinstance(value, str):
+            raise ConfigurationError(
+                f"env[{name!r}] must be a str without NUL, got a {type(value).__name__}"
+            )
+        if "\0" in value:
+            raise ConfigurationError(f"env[{name!r}] must be a str without NUL, got one with NUL")
+        checked[name] = value
+    return checked
+
+
 @attrs.frozen
 class _Stdio:
     command: str
@@ -544,7 +569,8 @@ class MCPServer:
 
         Raises:
             ConfigurationError: An option is invalid (an empty command, a timeout <= 0, a
-                ``str`` where a collection of names belongs).
+                ``str`` where a collection of names belongs, an ``env`` name or value that is
+                not a ``str`` or that the system refuses).
 
         The server's stderr goes to this process's stderr.
         """
@@ -555,6 +581,10 @@ class MCPServer:
                 f"args takes a sequence of arguments, not a str ({args!r}); "
                 f"write args={shlex.split(args)!r}"
             )
+        if env is not None:
+            env = _checked_env(env)
+        if cwd is not None and not isinstance(cwd, str | os.PathLike):
+            raise ConfigurationError(f"cwd must be a str or a path, got {cwd!r}")
         return cls(
             _Stdio(command, tuple(str(a) for a in args), env, cwd),
             prefix=prefix,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
 from .._content import ContentPart, ImagePart, TextPart
+from .._facts import RESPONSE_FACTS, ResponseFacts
 from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
 from .._options import RunOptions
 from .._text import wire_text
@@ -24,7 +27,8 @@ try:
 except ImportError as exc:  # pragma: no cover - the test hides opentelemetry and re-imports
     raise ImportError(
         "trio_invoke.otel needs opentelemetry-api, which is not installed: "
-        'pip install "trio_invoke[otel]" (from a checkout: pip install ".[otel]")'
+        'pip install "trio-invoke[otel] @ git+https://github.com/trio-invoke/trio_invoke" '
+        '(from a checkout: pip install ".[otel]")'
     ) from exc
 
 __all__ = ["Telemetry"]
@@ -40,7 +44,6 @@ _DURATION_BUCKETS = (
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 )
 # fmt: on
-_PROVIDERS = {"OpenAIChatClient": "openai", "AnthropicChatClient": "anthropic"}
 
 
 def _version() -> str:
@@ -108,6 +111,32 @@ def _message(message: ChatMessage, finish_reason: str | None = None) -> dict[str
     return found
 
 
+def _text_attribute(client: object, name: str) -> str | None:
+    """The client's attribute ``name`` if it is a non-empty ``str`` (as valid Unicode); ``None``
+    if it has none, or reading it raised (a property, a ``__getattr__`` raising ``KeyError``:
+    telemetry only watches, and the client works without it)."""
+    try:
+        value = getattr(client, name, None)
+    except Exception:
+        return None
+    return wire_text(value) if isinstance(value, str) and value else None
+
+
+@functools.lru_cache(maxsize=64)
+def _server(base_url: str) -> tuple[str, int] | None:
+    """``server.address`` and ``server.port`` of a base URL (the port its scheme implies if it
+    names none); ``None`` if it is not an http(s) URL with a host."""
+    try:
+        parts = urlsplit(base_url)
+        port = parts.port
+    except ValueError:  # a port that is not a number, or out of range
+        return None
+    scheme, host = parts.scheme.lower(), parts.hostname
+    if scheme not in ("http", "https") or not host:
+        return None
+    return wire_text(host), port or (443 if scheme == "https" else 80)
+
+
 def _error_name(error: BaseException) -> str:
     import trio  # noqa: PLC0415 -- trio is loaded already; kept local to the rare path
 
@@ -130,10 +159,11 @@ def _start(
     name: str,
     context: otel_context.Context | None,
     kind: trace.SpanKind,
+    attributes: Mapping[str, Any] | None = None,
 ) -> trace.Span:
     """``tracer.start_span(...)``, or the invalid span if the SDK raised (logged)."""
     try:
-        return tracer.start_span(name, context=context, kind=kind)
+        return tracer.start_span(name, context=context, kind=kind, attributes=attributes)
     except Exception:
         _failed(f"starting the span {name!r}")
         return trace.INVALID_SPAN
@@ -151,6 +181,10 @@ def _set_usage(span: trace.Span, usage: Usage | None) -> None:
     if usage is not None:
         span.set_attribute(names.USAGE_INPUT_TOKENS, usage.input_tokens)
         span.set_attribute(names.USAGE_OUTPUT_TOKENS, usage.output_tokens)
+        if usage.cache_read_input_tokens:  # (part of input_tokens, as the conventions count)
+            span.set_attribute(names.USAGE_CACHE_READ_TOKENS, usage.cache_read_input_tokens)
+        if usage.cache_creation_input_tokens:
+            span.set_attribute(names.USAGE_CACHE_CREATION_TOKENS, usage.cache_creation_input_tokens)
 
 
 @attrs.define(kw_only=True)
@@ -162,11 +196,21 @@ class Telemetry:
 
     * ``invoke_agent`` (or ``invoke_agent {agent_name}``), kind ``INTERNAL``, one per run:
       ``gen_ai.operation.name``, ``gen_ai.agent.name``, the summed ``gen_ai.usage.input_tokens``
-      / ``gen_ai.usage.output_tokens``, ``gen_ai.response.finish_reasons`` (the final reason);
-      ``error.type`` and an error status when the run failed or was cancelled.
-    * ``chat {model}`` (or ``chat``), kind ``CLIENT``, one per model call: ``gen_ai.request.model``
-      (the inner client's ``model`` attribute), ``gen_ai.provider.name`` for the built-in
-      clients, ``gen_ai.usage.*``, ``gen_ai.response.finish_reasons``.
+      / ``gen_ai.usage.output_tokens`` (and ``gen_ai.usage.cache_read.input_tokens`` /
+      ``gen_ai.usage.cache_creation.input_tokens`` where the prompt cache served or stored
+      some: parts of ``input_tokens``), ``gen_ai.response.finish_reasons`` (the final reason);
+      ``error.type`` and an error status when the run failed or was cancelled;
+      ``gen_ai.provider.name`` and ``gen_ai.request.model`` of its first model call.
+    * ``chat {model}`` (or ``chat``), kind ``CLIENT``, one per model call:
+      ``gen_ai.request.model`` (the inner client's ``model`` attribute),
+      ``gen_ai.provider.name`` (its ``provider_name`` attribute: the built-in clients tell it
+      from their ``base_url``'s host -- ``"openai"``, ``"azure.ai.openai"``, ``"groq"``,
+      ``"gcp.gemini"``, ``"anthropic"``, ...; a client of your own may declare one, or have
+      none), ``server.address`` / ``server.port`` (from its ``base_url`` attribute, if it is an
+      http(s) URL), all set as the span starts; ``gen_ai.usage.*``,
+      ``gen_ai.response.finish_reasons``, and ``gen_ai.response.model`` /
+      ``gen_ai.response.id`` when the response names them (the built-in clients read them
+      from the stream; a client of your own does not report them).
     * ``execute_tool {name}``, kind ``INTERNAL``, one per tool call that runs (not for rejected,
       unknown, invalid or budgeted-out calls, nor in a run whose span is not recorded -- no SDK,
       or not sampled): ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
@@ -186,7 +230,8 @@ class Telemetry:
 
     Metrics: ``gen_ai.client.token.usage`` (histogram of tokens per model call, by
     ``gen_ai.token.type`` ``input`` / ``output``) and ``gen_ai.client.operation.duration``
-    (histogram of seconds per model call).
+    (histogram of seconds per model call, with ``error.type`` when it failed), with the chat
+    span's operation, provider, model, server and response model attributes.
 
     Args:
         tracer_provider: Where spans go; default: the global one (set it once per process).
@@ -245,24 +290,40 @@ class _Run:
     telemetry: Telemetry
     span: trace.Span
     context: otel_context.Context
+    described: bool = False
+    """The run's span has the provider and the model of its first model call."""
 
     def chat(self, client: object, messages: Sequence[ChatMessage], options: RunOptions) -> _Chat:
-        model = getattr(client, "model", None)
-        model = model if isinstance(model, str) and model else None
+        model = _text_attribute(client, "model")
         name = f"{names.CHAT} {model}" if model else names.CHAT
-        span = _start(self.telemetry._tracer, name, self.context, trace.SpanKind.CLIENT)
         attributes: dict[str, Any] = {names.OPERATION_NAME: names.CHAT}
-        if model:
-            attributes[names.REQUEST_MODEL] = model
-        provider = _PROVIDERS.get(type(client).__name__)
+        provider = _text_attribute(client, "provider_name")
         if provider:
             attributes[names.PROVIDER_NAME] = provider
+        if model:
+            attributes[names.REQUEST_MODEL] = model
+        base_url = _text_attribute(client, "base_url")
+        server = _server(base_url) if base_url is not None else None
+        if server is not None:
+            attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = server
+        # (at the span's start, where a sampler sees them, as the conventions ask)
+        span = _start(self.telemetry._tracer, name, self.context, trace.SpanKind.CLIENT, attributes)
+        if not self.described:  # the run's span: who its model calls go to, as the first says
+            self.described = True
+            run_attributes: dict[str, Any] = {
+                key: attributes[key]
+                for key in (names.PROVIDER_NAME, names.REQUEST_MODEL)
+                if key in attributes
+            }
+            try:
+                if run_attributes and self.span.is_recording():
+                    self.span.set_attributes(run_attributes)
+            except Exception:
+                _failed("setting the attributes of the run's span")
         try:
-            if span.is_recording():
-                span.set_attributes(attributes)
-                if self.telemetry.capture_content:
-                    messages_json = _json([_message(m) for m in messages])
-                    span.set_attribute(names.INPUT_MESSAGES, messages_json)
+            if self.telemetry.capture_content and span.is_recording():
+                messages_json = _json([_message(m) for m in messages])
+                span.set_attribute(names.INPUT_MESSAGES, messages_json)
         except Exception:
             _failed(f"setting the attributes of {name!r}")
         context = trace.set_span_in_context(span, self.context)
@@ -318,15 +379,20 @@ class _Chat:
     started: float
     context: otel_context.Context
     """The run's context with this call's span current: what the inner client streams in."""
+    facts: ResponseFacts = attrs.field(factory=ResponseFacts)
+    """What the response says of itself (a built-in client's decoder fills it in)."""
 
     def running(self) -> _Current:
-        return _Current(self.context)
+        return _Current(self.context, self.facts)
 
     def end(
         self, finish: Finish | None, message: ChatMessage | None, error: BaseException | None
     ) -> None:
         span = self.span
         usage = finish.usage if finish is not None else None
+        response_model = self.facts.model
+        if response_model is not None:  # (a metric attribute too; the id is not: one per call)
+            self.attributes[names.RESPONSE_MODEL] = wire_text(response_model)
         metric_attributes = dict(self.attributes)
         if error is not None:
             metric_attributes[names.ERROR_TYPE] = _error_name(error)
@@ -356,6 +422,10 @@ class _Chat:
     ) -> None:
         usage = finish.usage if finish is not None else None
         if span.is_recording():
+            if names.RESPONSE_MODEL in self.attributes:
+                span.set_attribute(names.RESPONSE_MODEL, self.attributes[names.RESPONSE_MODEL])
+            if self.facts.id is not None:
+                span.set_attribute(names.RESPONSE_ID, wire_text(self.facts.id))
             _set_usage(span, usage)
             if finish is not None:
                 span.set_attribute(names.RESPONSE_FINISH_REASONS, [finish.finish_reason.value])
@@ -370,17 +440,25 @@ class _Chat:
 
 class _Current:
     """Makes ``context`` the current OpenTelemetry context while a call runs (attached and
-    detached in the call's task, so the tool's code and its sync tool's thread see it)."""
+    detached in the call's task, so the tool's code and its sync tool's thread see it).
 
-    __slots__ = ("_context", "_token")
+    It also sets where a response's id and model go (``_facts.RESPONSE_FACTS``): a model
+    call's ``facts``, or nowhere for a tool call -- whose task may have been started while the
+    model streamed (eager start), and whose own model calls are not the run's.
+    """
 
-    def __init__(self, context: otel_context.Context) -> None:
+    __slots__ = ("_context", "_facts", "_facts_token", "_token")
+
+    def __init__(self, context: otel_context.Context, facts: ResponseFacts | None = None) -> None:
         self._context = context
+        self._facts = facts
 
     def __enter__(self) -> None:
         self._token = otel_context.attach(self._context)
+        self._facts_token = RESPONSE_FACTS.set(self._facts)
 
     def __exit__(self, *exc_info: object) -> None:
+        RESPONSE_FACTS.reset(self._facts_token)
         otel_context.detach(self._token)
 
 

@@ -47,8 +47,8 @@ try:
 except ImportError as exc:  # pragma: no cover - the extras sessions import this without httpx2
     raise ImportError(
         "trio_invoke's HTTP clients need httpx2, which is not installed: "
-        'pip install "trio_invoke[openai]" (or "trio_invoke[anthropic]") '
-        '(from a checkout: pip install ".[openai]")'
+        'pip install "trio-invoke[openai] @ git+https://github.com/trio-invoke/trio_invoke" '
+        '(or [anthropic]; from a checkout: pip install ".[openai]")'
     ) from exc
 import trio
 

@@ -26,7 +26,8 @@ try:
 except ImportError as exc:  # pragma: no cover - the extras sessions import this without httpx2
     raise ImportError(
         "trio_invoke's HTTP clients need httpx2, which is not installed: "
-        'pip install "trio_invoke[openai]" (from a checkout: pip install ".[openai]")'
+        'pip install "trio-invoke[openai] @ git+https://github.com/trio-invoke/trio_invoke" '
+        '(from a checkout: pip install ".[openai]")'
     ) from exc
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "checked_options",
     "endpoint",
     "merged_headers",
+    "reconfigurable",
+    "reconfigured",
     "shown_url",
 ]
 
@@ -185,6 +188,40 @@ def check_http_client(_: object, __: attrs.Attribute[Any], value: object) -> Non
             f"http_client must be an httpx2.AsyncClient, got {type(value).__module__}."
             f"{type(value).__name__}"
         )
+
+
+def reconfigured(client: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
+    """The ``on_setattr`` hook of the HTTP clients: a setting assigned after construction
+    (``client.max_retries = 5``, ``client.base_url = ...``) takes effect as if the client had
+    been built with it. The client is built again with the new value, so the value is checked
+    as the constructor checks it, with the other settings (a ``ConfigurationError`` changes
+    nothing), and what the client derives from its settings -- the URL, the retry policy, the
+    headers -- is derived again. Those derived attributes are not settings: assigning one is an
+    ``AttributeError``. (The constructor's own ``__attrs_post_init__`` sets them with
+    ``object.__setattr__``, past this hook.)
+    """
+    if attribute.name == "_pool":  # the connection pool of ``async with``: the client's own
+        return value
+    name = type(client).__name__
+    if not attribute.init:
+        raise AttributeError(
+            f"{name}.{attribute.name} is derived from the client's settings: set those "
+            f"instead, or build a new {name}"
+        )
+    rebuilt = attrs.evolve(client, **{attribute.alias or attribute.name: value})
+    for field in attrs.fields(type(client)):
+        derived = not field.init and field.default is attrs.NOTHING  # (set by the post-init)
+        if (field.init or derived) and field.name != attribute.name:
+            object.__setattr__(client, field.name, getattr(rebuilt, field.name))
+    return getattr(rebuilt, attribute.name)
+
+
+def reconfigurable(_: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+    """The ``field_transformer`` of the HTTP clients: each field's ``on_setattr`` is
+    :func:`reconfigured`, so that a subclass made with ``attrs.define`` (whose own hooks would
+    replace a class-wide one) keeps it for the fields it inherits. A subclass's own state with
+    a default (``attrs.field(init=False, default=0)``) is left as it is."""
+    return [field.evolve(on_setattr=reconfigured) for field in fields]
 
 
 class Pooled:

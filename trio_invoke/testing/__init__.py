@@ -81,7 +81,8 @@ def __getattr__(name: str) -> _Any:
     except ImportError as exc:
         raise ImportError(
             f"trio_invoke.testing.{name} needs Hypothesis, which is not installed: "
-            'pip install "trio_invoke[testing]" (from a checkout: pip install ".[testing]")'
+            'pip install "trio-invoke[testing] @ git+https://github.com/trio-invoke/trio_invoke" '
+            '(from a checkout: pip install ".[testing]")'
         ) from exc
     value = getattr(module, name)
     value.__module__ = __name__  # reprs and tracebacks show the public path

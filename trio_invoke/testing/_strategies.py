@@ -20,7 +20,8 @@ try:
 except ImportError as exc:  # pragma: no cover - tests/test_extras.py imports it without Hypothesis
     raise ImportError(
         "trio_invoke.testing's strategies need Hypothesis, which is not installed: "
-        'pip install "trio_invoke[testing]" (from a checkout: pip install ".[testing]")'
+        'pip install "trio-invoke[testing] @ git+https://github.com/trio-invoke/trio_invoke" '
+        '(from a checkout: pip install ".[testing]")'
     ) from exc
 
 from .._messages import FinishReason, ToolCall, Usage

@@ -32,6 +32,7 @@ import attrs
 import trio
 
 from ..._exceptions import ConfigurationError
+from ..._facts import RESPONSE_FACTS
 from ..._messages import ChatMessage, Usage
 from ..._once import entered_once
 from ..._options import RunOptions
@@ -44,10 +45,12 @@ try:
 except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-imports this module
     raise ImportError(
         "AnthropicChatClient needs httpx2, which is not installed: "
-        'pip install "trio_invoke[anthropic]" (from a checkout: pip install ".[anthropic]")'
+        'pip install "trio-invoke[anthropic] @ git+https://github.com/trio-invoke/trio_invoke" '
+        '(from a checkout: pip install ".[anthropic]")'
     ) from exc
 
 from .._http import RetryPolicy, SSEStream, checked_timeout
+from .._provider_name import gen_ai_provider
 from .._settings import (
     Pooled,
     api_key_from,
@@ -58,6 +61,7 @@ from .._settings import (
     checked_options,
     endpoint,
     merged_headers,
+    reconfigurable,
     shown_url,
 )
 
@@ -138,7 +142,7 @@ def _version(_: object, __: attrs.Attribute[Any], value: object) -> None:
         raise ConfigurationError(f"anthropic_version must be a non-empty string, got {value!r}")
 
 
-@attrs.define(eq=False, repr=False)
+@attrs.define(eq=False, repr=False, field_transformer=reconfigurable)
 class AnthropicChatClient(Pooled):
     """A :class:`ChatClient` for Anthropic's Messages API.
 
@@ -157,6 +161,10 @@ class AnthropicChatClient(Pooled):
     redacted ones -- stay on the round's assistant message (``provider_data["thinking_blocks"]``;
     their text is also ``ChatMessage.reasoning``) and go back unchanged in the later rounds of
     the tool loop, as the API requires.
+
+    Each argument but ``api_key``, ``headers`` and ``http_client`` is an attribute of the same
+    name; one assigned later (``model.max_retries = 5``) is checked as the constructor checks
+    it, and takes effect from the next request.
 
     Args:
         model: The model name (``"claude-sonnet-4-5"``, ``"claude-haiku-4-5"``, ...).
@@ -247,15 +255,23 @@ class AnthropicChatClient(Pooled):
     """Called before each retry (see the ``on_retry`` argument); ``None``: nothing is."""
     url: str = attrs.field(init=False)
     """``{base_url}/v1/messages``."""
+    provider_name: str = attrs.field(init=False)
+    """Who serves ``base_url``, told from its host, as OpenTelemetry's GenAI conventions name
+    it (``"anthropic"``; ``"deepseek"`` or ``"moonshot_ai"`` for their Anthropic-compatible
+    APIs, ...; ``"anthropic"`` for a host it does not know): ``trio_invoke.otel``'s
+    ``gen_ai.provider.name``."""
     _retry: RetryPolicy = attrs.field(init=False)
     _headers: dict[str, str] = attrs.field(init=False)
     _pool: httpx2.AsyncClient | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        self._retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
-        self.retry_backoff = float(self.retry_backoff)
-        self.max_retry_delay = float(self.max_retry_delay)
-        self.url = endpoint(self.base_url, "/v1/messages")
+        derive = object.__setattr__  # past the ``reconfigured`` hook: that is for later changes
+        retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
+        derive(self, "_retry", retry)
+        derive(self, "retry_backoff", float(self.retry_backoff))
+        derive(self, "max_retry_delay", float(self.max_retry_delay))
+        derive(self, "url", endpoint(self.base_url, "/v1/messages"))
+        derive(self, "provider_name", gen_ai_provider(self.base_url, "anthropic"))
         thinking = self.thinking
         if (
             thinking is not None
@@ -268,7 +284,7 @@ class AnthropicChatClient(Pooled):
             )
         defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
         key = {"x-api-key": self._api_key} if self._api_key else {}
-        self._headers = merged_headers(defaults, self._extra_headers, key)
+        derive(self, "_headers", merged_headers(defaults, self._extra_headers, key))
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
@@ -379,7 +395,7 @@ class _Turn:
     def _new_decoder(self) -> AnthropicDecoder:
         more = self._continuations < self._client.max_continuations
         prefix = f"{self._continuations}." if self._continuations else ""
-        return AnthropicDecoder(key_prefix=prefix, continue_pause=more)
+        return AnthropicDecoder(key_prefix=prefix, continue_pause=more, facts=RESPONSE_FACTS.get())
 
     async def start(self) -> None:
         self._response, self._stream = await self._client._open(

@@ -47,6 +47,7 @@ from typing import Any, Final
 import attrs
 
 from ..._exceptions import ModelResponseError
+from ..._facts import ResponseFacts
 from ..._messages import FinishReason, Usage
 from ..._updates import (
     AgentResponseUpdate,
@@ -126,7 +127,15 @@ class AnthropicDecoder:
             with ``Finish(TOOL_CALLS)`` either way: the calls are answered first.
     """
 
-    def __init__(self, *, key_prefix: str = "", continue_pause: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        key_prefix: str = "",
+        continue_pause: bool = True,
+        facts: ResponseFacts | None = None,
+    ) -> None:
+        self.facts = facts
+        """Takes the ``id`` and ``model`` of ``message_start``'s message."""
         self._prefix = key_prefix
         self._continue_pause = continue_pause
         self._blocks: dict[int, _Block] = {}
@@ -236,6 +245,8 @@ class AnthropicDecoder:
     def _message_start(self, data: Mapping[str, Any]) -> list[AgentResponseUpdate]:
         self._started = True
         message = data.get("message")
+        if self.facts is not None and isinstance(message, dict):
+            self.facts.take(message)
         usage = message.get("usage") if isinstance(message, dict) else None
         if isinstance(usage, dict):
             self._count(usage)

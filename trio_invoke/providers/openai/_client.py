@@ -25,10 +25,12 @@ from typing import Any, Final
 import attrs
 
 from ..._exceptions import ConfigurationError
+from ..._facts import RESPONSE_FACTS
 from ..._messages import ChatMessage
 from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate
+from .._provider_name import gen_ai_provider
 from ._decode import ChunkDecoder, error_message
 from ._wire import ProviderFamily, provider_family, wire_messages
 
@@ -36,7 +38,8 @@ try:
     import httpx2
 except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-imports this module
     raise ImportError(
-        'OpenAIChatClient needs httpx2, which is not installed: pip install "trio_invoke[openai]" '
+        "OpenAIChatClient needs httpx2, which is not installed: "
+        'pip install "trio-invoke[openai] @ git+https://github.com/trio-invoke/trio_invoke" '
         '(from a checkout: pip install ".[openai]")'
     ) from exc
 
@@ -51,6 +54,7 @@ from .._settings import (
     checked_options,
     endpoint,
     merged_headers,
+    reconfigurable,
     shown_url,
 )
 
@@ -100,7 +104,7 @@ def _send_reasoning(_: object, __: attrs.Attribute[Any], value: object) -> None:
 _optional_callable = attrs.validators.optional(attrs.validators.is_callable())
 
 
-@attrs.define(eq=False, repr=False)
+@attrs.define(eq=False, repr=False, field_transformer=reconfigurable)
 class OpenAIChatClient(Pooled):
     """A :class:`ChatClient` for any OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -115,6 +119,10 @@ class OpenAIChatClient(Pooled):
 
         async with OpenAIChatClient("gpt-4o-mini") as model:
             ...
+
+    Each argument but ``api_key``, ``headers`` and ``http_client`` is an attribute of the same
+    name; one assigned later (``model.max_retries = 5``) is checked as the constructor checks
+    it, and takes effect from the next request.
 
     Args:
         model: The model name the server knows (``"gpt-4o-mini"``, ``"llama3.2"``, ...).
@@ -198,23 +206,31 @@ class OpenAIChatClient(Pooled):
     family: ProviderFamily = attrs.field(init=False)
     """The provider family, told from ``base_url``'s host: it decides how a conversation goes
     back (reasoning, OpenRouter's ``reasoning_details``)."""
+    provider_name: str = attrs.field(init=False)
+    """Who serves ``base_url``, told from its host, as OpenTelemetry's GenAI conventions name
+    it (``"openai"``, ``"azure.ai.openai"``, ``"groq"``, ``"gcp.gemini"``, ...; ``"openai"``
+    for a host it does not know): ``trio_invoke.otel``'s ``gen_ai.provider.name``."""
     _retry: RetryPolicy = attrs.field(init=False)
     _headers: dict[str, str] = attrs.field(init=False)
     _pool: httpx2.AsyncClient | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        self._retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
-        self.retry_backoff = float(self.retry_backoff)
-        self.max_retry_delay = float(self.max_retry_delay)
-        self.url = endpoint(self.base_url, "/chat/completions")
-        self.family = provider_family(self.base_url)
+        derive = object.__setattr__  # past the ``reconfigured`` hook: that is for later changes
+        retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
+        derive(self, "_retry", retry)
+        derive(self, "retry_backoff", float(self.retry_backoff))
+        derive(self, "max_retry_delay", float(self.max_retry_delay))
+        derive(self, "url", endpoint(self.base_url, "/chat/completions"))
+        derive(self, "family", provider_family(self.base_url))
+        derive(self, "provider_name", gen_ai_provider(self.base_url, "openai"))
         if self.send_reasoning and not self.family.takes_reasoning:
             raise ConfigurationError(
                 f"send_reasoning=True cannot apply to {self.base_url}: the {self.family.name} "
                 "API takes no reasoning back"
             )
         key = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        self._headers = merged_headers({"Accept": "text/event-stream"}, self._extra_headers, key)
+        headers = merged_headers({"Accept": "text/event-stream"}, self._extra_headers, key)
+        derive(self, "_headers", headers)
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
@@ -293,7 +309,9 @@ class OpenAIChatClient(Pooled):
         body = self.request_body(messages, options)
         async with AsyncExitStack() as stack:
             http = await self._http(stack)
-            response, stream = await self._post(http, body, ChunkDecoder(), error_message)
+            response, stream = await self._post(
+                http, body, ChunkDecoder(RESPONSE_FACTS.get()), error_message
+            )
             stack.push_async_callback(response.aclose)
             stack.push_async_callback(stream.aclose)
             yield stream

@@ -37,6 +37,7 @@ import attrs
 
 from ..._content import json_object
 from ..._exceptions import ModelResponseError
+from ..._facts import ResponseFacts
 from ..._messages import FinishReason, Usage
 from ..._updates import (
     AgentResponseUpdate,
@@ -90,7 +91,9 @@ class ChunkDecoder:
     stream breaks the protocol.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, facts: ResponseFacts | None = None) -> None:
+        self.facts = facts
+        """Takes the response's ``id`` and ``model`` from the first chunk that has each."""
         self._calls: dict[int | str, _Call] = {}  # by index, else by id, else by position
         self._ids: dict[str, int | str] = {}  # a call's id -> its key
         self._order: list[_Call] = []
@@ -129,6 +132,9 @@ class ChunkDecoder:
             raise ModelResponseError(
                 f"the server reported an error in the stream: {error_message(data, '')}"
             )
+        facts = self.facts
+        if facts is not None and (facts.id is None or facts.model is None):
+            facts.take(chunk)
         usage = chunk.get("usage")
         if isinstance(usage, dict):  # the usage chunk; ordinary chunks carry null or nothing
             self.usage = _usage(usage)
