@@ -182,14 +182,15 @@ def _ints(low: int, high: int) -> st.SearchStrategy[int]:
 
 
 def _few_or_many(draw: st.DrawFn, low: int, high: int) -> int:
-    """An int from ``low`` to ``high``: first a bound, ``low`` plus one of 0, 1, 3, 7, ...
-    (or ``high``), then an int up to it; so a few much more often than many, ``high`` still
-    reachable, and the int shrinks to ``low`` by steps of one. Two draws."""
+    """An int from ``low`` to ``high``: any of the first 16 alike; beyond, first a bound
+    (``low`` plus one of 15, 31, 63, ... or ``high``), then an int up to it. So a few are drawn
+    far more often than many (but no more often than a few more), ``high`` is still reachable,
+    and the int shrinks to ``low`` by steps of one. One or two draws."""
     span = high - low
-    if span <= 0:
-        return low
-    bits = draw(_ints(0, span.bit_length()))
-    return low + (draw(_ints(0, min(span, (1 << bits) - 1))) if bits else 0)
+    if span < 16:
+        return low + draw(_ints(0, max(span, 0)))
+    bits = draw(_ints(4, span.bit_length()))
+    return low + draw(_ints(0, min(span, (1 << bits) - 1)))
 
 
 _EXPLICIT_CUTS: Final = 3
@@ -429,7 +430,7 @@ def _call_arguments(draw: st.DrawFn) -> str:
     return draw(_BAD)
 
 
-_FREE_ROUNDS: Final = 8
+_FREE_ROUNDS: Final = 4
 """The first this many rounds of a script draw each call, argument, cut and merge step; each
 later one comes from one drawn seed (the same kinds of calls, from smaller arguments), so a
 long script costs a draw or two a round and still shrinks to fewer rounds."""
@@ -528,13 +529,14 @@ def scripted_rounds(
     unknown one), with arguments that are valid JSON objects, empty, or broken (invalid JSON,
     not an object), streamed in any chunking and interleaving, sometimes after some text, each
     closed by ``Finish(TOOL_CALLS)`` with or without usage; then one final text round (``STOP``
-    or ``LENGTH``). Call ids are unique across the rounds. Short scripts are drawn more often
-    than long ones (about as often in each doubling of the number of rounds); failing ones
-    shrink to fewer rounds.
+    or ``LENGTH``). Call ids are unique across the rounds. Up to 16 rounds, every number of
+    rounds is drawn alike; beyond, short scripts more often than long ones (a bound of 16, 32,
+    64, ... rounds or ``max_rounds`` alike, then any number up to it). Failing scripts shrink
+    to fewer rounds.
 
-    Sizes: the first eight calling rounds draw each of their parts; each later one comes from
-    one draw (the same kinds of calls, with smaller arguments), so ``max_rounds`` in the
-    thousands still passes Hypothesis's health checks under its default settings.
+    Sizes: the first four calling rounds draw each of their parts; each later one comes from
+    one draw (the same kinds of calls, with smaller arguments), so ``max_rounds`` up to its
+    most, 1,000, passes Hypothesis's health checks under its default settings.
 
     Args:
         tools: Tools, or their names.
@@ -546,7 +548,7 @@ def scripted_rounds(
     Raises:
         TypeError: ``tools`` is a single str or tool, not a list of tools or names, or an
             item of it is neither a str nor a tool; ``max_rounds`` is not an int.
-        ValueError: ``max_rounds`` is less than 1 or more than 10,000.
+        ValueError: ``max_rounds`` is less than 1 or more than 1,000.
     """
     if isinstance(tools, str):
         raise TypeError(
@@ -573,6 +575,7 @@ def scripted_rounds(
     return _scripted_rounds(names, max_rounds)
 
 
-_MOST_ROUNDS: Final = 10_000
-"""The most ``max_rounds`` scripted_rounds takes: a longer script would pass what Hypothesis lets
-one example draw, and could never be drawn."""
+_MOST_ROUNDS: Final = 1_000
+"""The most ``max_rounds`` scripted_rounds takes: scripts of thousands of rounds take Hypothesis's
+``too_slow`` health check's second to draw, and past about 10,000 more than it lets one example
+draw."""
