@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import types
 import typing
@@ -122,18 +123,21 @@ def recorded_call(who: str, messages: object, options: object) -> ScriptedCall:
         raise TypeError(
             f"{who}.run() takes a sequence of ChatMessages for messages, not {_describe(messages)}"
         )
-    for index, message in enumerate(messages):
-        if not isinstance(message, ChatMessage):
-            raise TypeError(
-                f"{who}.run() takes ChatMessages, but messages[{index}] is "
-                f"{_describe(message)} (build it with ChatMessage.user(...) or "
-                "ChatMessage.from_dict(...))"
-            )
+    snapshot = tuple(messages)
+    if not all(map(isinstance, snapshot, itertools.repeat(ChatMessage))):  # (at C speed)
+        index, message = next(
+            (i, m) for i, m in enumerate(snapshot) if not isinstance(m, ChatMessage)
+        )
+        raise TypeError(
+            f"{who}.run() takes ChatMessages, but messages[{index}] is "
+            f"{_describe(message)} (build it with ChatMessage.user(...) or "
+            "ChatMessage.from_dict(...))"
+        )
     if options is not None and not isinstance(options, RunOptions):
         raise TypeError(
             f"{who}.run() takes a RunOptions or None for options, not {_describe(options)}"
         )
-    return ScriptedCall(tuple(messages), options or RunOptions())
+    return ScriptedCall(snapshot, options or RunOptions())
 
 
 def check_delay(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
