@@ -966,6 +966,37 @@ async def test_an_http_server_that_no_longer_knows_the_session_is_not_available(
     assert called(result.updates)["c1"].result == f"Error: {gone}"
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_leaving_the_block_while_an_http_server_hangs_is_bounded(
+    log: Log, http_servers: list[HTTPServer], protocol: str
+) -> None:
+    # The server stops answering (its port still takes connections): calls time out, and
+    # leaving the block (which deletes the session) is done within a bounded wait.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with trio.open_nursery() as listener:
+            async with MCPServer.http(http.url, protocol=protocol, timeout=0.5) as server:
+                http.kill()
+                await listener.start(hold_silently, http.port)
+                with trio.fail_after(2), pytest.raises(MCPTimeoutError):
+                    await by_remote(server)["add"].execute({"a": 1, "b": 2})
+                left = trio.current_time()
+            assert trio.current_time() - left < 5 + 2
+            listener.cancel_scope.cancel()
+
+
+async def hold_silently(port: int, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """Takes connections on ``port`` and never answers (a server that hangs)."""
+    listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
+
+    async def hold(stream: trio.SocketStream) -> None:
+        async with stream:
+            await trio.sleep_forever()
+
+    await trio.serve_listeners(hold, listeners, task_status=task_status)
+
+
 async def wait_until_unavailable(server: MCPServer) -> None:
     while server.available:  # noqa: ASYNC110 -- another process
         await trio.sleep(0.02)
@@ -1110,7 +1141,7 @@ async def test_an_http_error_status_is_noted_only_for_a_request_without_json_rpc
         ("POST", b'{"jsonrpc": "2.0", "method": "notifications/cancelled"}', False),
         ("POST", b"not json", False),
         ("POST", b"[]", False),
-        ("DELETE", b"", False),
+        ("PUT", b"", False),
     ],
 )
 async def test_only_calls_and_streams_go_without_read_and_pool_timeouts(
@@ -1127,6 +1158,17 @@ async def test_only_calls_and_streams_go_without_read_and_pool_timeouts(
         assert (timeouts["read"], timeouts["pool"]) == (None, None)
     else:
         assert (timeouts["read"], timeouts["pool"]) == (300.0, 30.0)
+
+
+async def test_the_request_that_deletes_the_session_is_bounded_in_all() -> None:
+    from trio_invoke.mcp._server import _CLOSE_TIMEOUT, _HTTP_TIMEOUT, _long_lived
+
+    async with httpx2.AsyncClient(timeout=_HTTP_TIMEOUT) as http:
+        request = http.build_request("DELETE", "http://127.0.0.1:9/mcp")
+    await _long_lived(request)
+    assert request.extensions["timeout"] == dict.fromkeys(
+        ("connect", "read", "write", "pool"), _CLOSE_TIMEOUT
+    )
 
 
 async def test_only_the_sdks_stand_in_for_a_noted_request_gets_its_status() -> None:

@@ -58,6 +58,8 @@ DEFAULT_INIT_TIMEOUT: Final = 30.0
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 """The SDK's own defaults for its HTTP client (we build it, to see its answers' statuses), for
 short requests; the long-lived ones have no read or pool timeout (:func:`_long_lived`)."""
+_CLOSE_TIMEOUT: Final = 5.0
+"""Seconds the request that deletes an HTTP session may take, as the block ends."""
 _LONG_LIVED_METHODS: Final = frozenset({"tools/call", "subscriptions/listen"})
 _SESSION_ENDED: Final = (
     "the server ended the session (it answered HTTP 404 to its id: did it restart?)"
@@ -280,7 +282,15 @@ async def _long_lived(request: httpx2.Request) -> None:
     a ``subscriptions/listen`` stream (quiet while nothing changes). httpx's timeouts are a
     transport failure to the SDK, which ends the whole session: a call answered after 300 s
     without a keep-alive, one that waited 30 s for one of the 100 connections, or a stream
-    quiet for 300 s would end every call (and the SDK stops opening a GET stream after two)."""
+    quiet for 300 s would end every call (and the SDK stops opening a GET stream after two).
+
+    The ``DELETE`` that ends the session when the block ends has :data:`_CLOSE_TIMEOUT` in
+    all: leaving the block waits for it, and a server that hangs would hold it 300 s."""
+    if request.method == "DELETE":
+        request.extensions["timeout"] = dict.fromkeys(
+            ("connect", "read", "write", "pool"), _CLOSE_TIMEOUT
+        )
+        return
     if request.method == "POST":
         try:
             method = json.loads(request.content).get("method")
