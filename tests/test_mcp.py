@@ -936,6 +936,9 @@ async def test_an_http_server_gone_while_idle_is_connected_to_again_once_it_is_b
                 ),
                 USER,
             )
+            # and the new connection follows tool list changes
+            assert await by_remote(server)["add_tool"].execute({"name": "new"}) == "added new"
+            await wait_for_tool(server, "new")
     assert str(later.value) == (
         "MCP server 'test-server' is not available: the HTTP connection ended (connecting "
         f"again failed: nothing takes connections at {http.url})"
@@ -1137,6 +1140,45 @@ async def test_leaving_the_block_while_an_http_server_hangs_is_bounded(
                 left = trio.current_time()
             assert trio.current_time() - left < 5 + 2
             listener.cancel_scope.cancel()
+
+
+async def test_ctrl_c_while_connecting_again_comes_out_at_once(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # A KeyboardInterrupt in the block while a call waits for a new connection (to a server
+    # that hangs): the block ends at once, the interrupt comes out of it as it is, the call
+    # waiting gets an error result, and the connection being made is abandoned.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    waiting: list[BaseException] = []
+    server = MCPServer.http(http.url)
+
+    async def wait_for_it(add: MCPTool) -> None:
+        try:
+            await add.execute({"a": 1, "b": 2})
+        except MCPToolError as exc:
+            waiting.append(exc)
+
+    with trio.fail_after(ENTER):
+        async with trio.open_nursery() as listener:
+            async with trio.open_nursery() as nursery:
+                with pytest.raises(KeyboardInterrupt):
+                    async with server:
+                        add = by_remote(server)["add"]
+                        http.kill()
+                        with trio.fail_after(5), pytest.raises(MCPToolError):
+                            await add.execute({"a": 1, "b": 2})  # finds it gone
+                        await listener.start(hold_silently, http.port)
+                        nursery.start_soon(wait_for_it, add)
+                        while server._attempt is None:  # noqa: ASYNC110 -- a real connection
+                            await trio.sleep(0.02)
+                        await trio.sleep(0.2)
+                        left = trio.current_time()
+                        raise KeyboardInterrupt
+                assert trio.current_time() - left < 2
+            listener.cancel_scope.cancel()
+    assert "is not available: it was closed" in str(waiting[0])
+    assert not server.available
 
 
 async def hold_silently(port: int, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:

@@ -835,36 +835,40 @@ class MCPServer:
 
     async def _reconnect(self, nursery: trio.Nursery) -> None:
         """Connects again, each time a call finds the connection lost (see :meth:`_call`):
-        one attempt at a time, which every call that comes meanwhile waits for."""
-        while True:
-            await self._wanted.wait()
-            self._wanted = trio.Event()
-            attempt = self._attempt
-            if self._closing.is_set():
+        one attempt at a time, which every call that comes meanwhile waits for. However it
+        ends (the block's end may cancel it), the calls waiting are let go."""
+        try:
+            while True:
+                await self._wanted.wait()
+                self._wanted = trio.Event()
+                if self._closing.is_set():
+                    return
+                why = await self._connect_again(nursery)
+                if why is None:
+                    _log.info("MCP server %r: connected again", self.name)
+                else:  # (once per reason: each call that finds it gone tries again)
+                    quiet = why == self._again or self._closing.is_set()
+                    level = logging.DEBUG if quiet else logging.WARNING
+                    _log.log(level, "MCP server %r: could not connect again: %s", self.name, why)
+                self._again = why
+                attempt, self._attempt = self._attempt, None
                 if attempt is not None:
                     attempt.set()
-                return
-            why: str | None
-            if not await self._target.reachable():  # (at once on a closed port)
-                why = f"nothing takes connections at {self.label}"
-            else:
-                outcome: list[str | None] = []
-                ready = trio.Event()
-                nursery.start_soon(
-                    functools.partial(self._own, next(self._epochs), outcome=(outcome, ready))
-                )
-                await ready.wait()  # (bounded by init_timeout; the block's end stops it)
-                why = outcome[0]
-            if why is None:
-                _log.info("MCP server %r: connected again", self.name)
-            else:  # (once per reason: each call that finds it gone tries again)
-                quiet = why == self._again or self._closing.is_set()
-                level = logging.DEBUG if quiet else logging.WARNING
-                _log.log(level, "MCP server %r: could not connect again: %s", self.name, why)
-            self._again = why
-            self._attempt = None
-            if attempt is not None:
-                attempt.set()
+        finally:
+            if self._attempt is not None:
+                self._attempt.set()
+
+    async def _connect_again(self, nursery: trio.Nursery) -> str | None:
+        """One attempt: ``None`` once a new connection is the current one, else why not."""
+        if not await self._target.reachable():  # (at once on a closed port)
+            return f"nothing takes connections at {self.label}"
+        outcome: list[str | None] = []
+        ready = trio.Event()
+        nursery.start_soon(
+            functools.partial(self._own, next(self._epochs), outcome=(outcome, ready))
+        )
+        await ready.wait()  # (bounded by init_timeout; the block's end stops it)
+        return outcome[0]
 
     async def _reconnected(self, tool: MCPTool | None) -> Client:
         """The client of a new connection, once the current one is lost (a call that finds
