@@ -118,14 +118,22 @@ class Row:
     extra: dict[str, Any] = attrs.field(factory=dict)
 
     @property
+    def noise(self) -> bool:
+        """A time of zero or less: a difference of two runs (``per call``) that noise outweighed
+        (likely with ``--quick``), which no target can judge."""
+        return self.unit == "s" and any(
+            v is not None and v <= 0 for v in (self.library, self.floor)
+        )
+
+    @property
     def ratio(self) -> float | None:
-        if self.library is None or self.floor is None or self.floor <= 0:
+        if self.library is None or self.floor is None or self.floor <= 0 or self.noise:
             return None
         return self.library / self.floor
 
     @property
     def ok(self) -> bool | None:
-        if self.target is None or self.library is None:
+        if self.target is None or self.library is None or self.noise:
             return None
         if self.unit == "B":
             return self.library < self.target
@@ -172,6 +180,8 @@ def _target(row: Row) -> str:
         limit = f"< {row.target / 1e6:.0f} MB"
     else:
         limit = f"{'>=' if row.unit == '/s' else '<='} {row.target:g}x"
+    if row.noise:
+        return f"{limit}  not judged: a time <= 0 is noise"
     return f"{limit}  {'ok' if row.ok else 'MISSED'}"
 
 

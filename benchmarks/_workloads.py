@@ -437,6 +437,7 @@ def memory(ctx: Context) -> Outcome:
         finally:
             tracemalloc.stop()
 
+    ctx.check(script, TOOLS)  # the runs traced do the fan-out, without errors
     library = peak(ctx.library(script, TOOLS))
     floor = peak(ctx.floor(script, TOOLS))
     return Outcome(
@@ -518,6 +519,7 @@ def telemetry(ctx: Context) -> Outcome:
         return Outcome(skipped=["telemetry: the loop takes no telemetry option"])
     n = 100 if ctx.settings.quick else 1_000
     script = fan_out_script(n)
+    ctx.check(script, TOOLS)  # both sides do the fan-out, without errors
     without = ctx.library(script, TOOLS)
     note = "floor column: the same fan-out without telemetry; per call = a whole run / N"
     sides: list[tuple[str, Callable[[], Telemetry]]] = [("Telemetry(), no SDK", Telemetry)]
@@ -549,6 +551,7 @@ def telemetry(ctx: Context) -> Outcome:
         def observed(make: Callable[[], Telemetry] = make) -> Callable[[], Any]:
             return ctx.library(script, TOOLS, telemetry=make())()
 
+        ctx.check(script, TOOLS, telemetry=make())
         m = trio.run(measure_pair, observed, without, ctx.settings)
         target = 1.05 if label.endswith("no SDK") else None
         rows.append(

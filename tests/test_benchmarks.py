@@ -14,9 +14,9 @@ from trio_invoke import FunctionInvokingChatClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's benchmarks/
 
-from benchmarks import _http
+from benchmarks import _http, _workloads
 from benchmarks.__main__ import load_client
-from benchmarks._harness import Settings
+from benchmarks._harness import Row, Settings, format_table
 from benchmarks._workloads import Context
 
 pytest.importorskip("httpx2")
@@ -87,3 +87,52 @@ def test_dash_dash_client_loads_a_module_or_a_file(tmp_path: Path) -> None:
         "class Mine(FunctionInvokingChatClient): pass\n"
     )
     assert load_client(f"{tmp_path / 'my_loop.py'}:Mine").__name__ == "Mine"
+
+
+@pytest.mark.parametrize(("library", "floor"), [(-2e-6, 3e-6), (0.0, 3e-6), (-2e-6, -3e-6)])
+def test_a_time_of_zero_or_less_is_noise_not_a_target_met(library: float, floor: float) -> None:
+    # With --quick, "per call" = (N-call run - 1-call run) / (N - 1) can come out negative from
+    # noise: it is no measurement, so its row neither meets the target nor shows a ratio.
+    row = Row("fan-out", "per call, N=1,000", library, floor, target=1.5)
+    assert row.ok is None
+    assert row.ratio is None
+    line = format_table([row], Settings(repeat=3, min_sample=0.01, quick=True), INFO, []).split(
+        "\n"
+    )[-1]
+    assert "ok" not in line.split()
+    assert "noise" in line
+
+
+def test_a_positive_time_still_meets_or_misses_its_target() -> None:
+    assert Row("fan-out", "per call", 1e-6, 1e-6, target=1.5).ok is True
+    assert Row("fan-out", "per call", 2e-6, 1e-6, target=1.5).ok is False
+
+
+INFO = {
+    "python": "3",
+    "implementation": "cpython",
+    "trio": "0",
+    "trio_invoke": "0",
+    "cpus": 2,
+    "processor": "cpu",
+    "platform": "linux",
+    "load_average": None,
+}
+
+
+class Unknowing(FunctionInvokingChatClient):
+    """The loop without the benchmarks' tools: every call it runs is an error result."""
+
+    def __init__(self, inner: Any, tools: Any = (), **options: Any) -> None:
+        super().__init__(inner, (), **options)
+
+
+@pytest.mark.parametrize("workload", ["memory", "telemetry"])
+def test_a_workload_whose_library_runs_fail_says_so(workload: str) -> None:
+    # A run whose every call failed is no measurement of the fan-out: the workload refuses it,
+    # as fan-out, rounds and streaming do, instead of printing its numbers.
+    if workload == "telemetry":
+        pytest.importorskip("opentelemetry")
+    ctx = Context(Settings(repeat=1, min_sample=0.001, quick=True), Unknowing)
+    with pytest.raises(RuntimeError, match="tool errors"):
+        getattr(_workloads, workload)(ctx)

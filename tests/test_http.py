@@ -215,6 +215,34 @@ def test_what_a_client_derives_from_its_settings_cannot_be_assigned(client: str)
             model.family = model.family
 
 
+@pytest.mark.parametrize("base", [OpenAIChatClient, AnthropicChatClient])
+def test_an_attrs_subclass_keeps_settings_assigned_later_in_effect(base: type[Any]) -> None:
+    """A subclass made with ``attrs.define`` has hooks of its own for its own fields: the
+    settings it inherits are still checked and derived again, and its own state is kept."""
+
+    @attrs.define(eq=False, repr=False)
+    class Counting(base):  # type: ignore[misc,valid-type]
+        requests: int = attrs.field(init=False, default=0)
+        label: str = "x"
+
+    model = Counting("m", base_url="http://127.0.0.1:9")
+    model.requests = 3
+    model.max_retries = 5
+    assert model._retry.max_retries == 5
+    if base is OpenAIChatClient:
+        model.base_url = "https://api.groq.com/openai/v1"
+        assert (model.url, model.provider_name) == (
+            "https://api.groq.com/openai/v1/chat/completions",
+            "groq",
+        )
+    with pytest.raises(ConfigurationError, match="max_retries"):
+        model.max_retries = -1
+    with pytest.raises(AttributeError, match="url is derived"):
+        model.url = "http://127.0.0.1:9/v1"
+    model.label = "y"
+    assert (model.requests, model.label, model.max_retries) == (3, "y", 5)
+
+
 SECRET = "sk-4f9Qz"
 
 

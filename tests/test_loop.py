@@ -511,6 +511,23 @@ def test_a_setting_assigned_later_is_checked_as_at_construction(
     assert client.middleware == ()
 
 
+def test_a_subclass_may_set_a_setting_before_the_constructor_runs() -> None:
+    """A setting assigned before ``__init__`` has set them all is not checked against the
+    others yet (they are not there): the constructor checks and sets it."""
+
+    class Preset(FunctionInvokingChatClient):
+        def __init__(self, inner: ScriptedChatClient) -> None:
+            self.max_rounds = 4
+            super().__init__(inner, [add], max_rounds=self.max_rounds)
+
+    client = Preset(ScriptedChatClient([]))
+    assert client.max_rounds == 4
+    with pytest.raises(ConfigurationError, match="max_rounds"):
+        client.max_rounds = 0
+    client.max_rounds = 2
+    assert client.max_rounds == 2
+
+
 async def test_settings_assigned_later_take_effect_from_the_next_run() -> None:
     model = ScriptedChatClient([tool_calls_response(ToolCall("c1", "add", '{"a": 1, "b": 1}'))])
     client = FunctionInvokingChatClient(model, [add], max_rounds=5)

@@ -40,6 +40,7 @@ from trio_invoke import (
     tool,
 )
 from trio_invoke.testing import (
+    FunctionChatClient,
     assert_transcript_valid,
     run_to_completion,
     tool_call_updates,
@@ -373,6 +374,39 @@ def test_queued_calls_begin_in_call_order_for_any_cap(
         assert [when - begin for _, when in starts] == wanted
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@pytest.mark.parametrize("limit", ["none", "int", "shared"])
+async def test_an_eager_call_whose_round_fails_before_it_starts_never_runs(limit: str) -> None:
+    """A call started early whose round the model's failure cancels before its task has run
+    (under a limiter: takes no slot) never begins its tool, and its result says "not run"."""
+    began: list[str] = []
+
+    @tool
+    async def work() -> str:
+        """Work."""
+        began.append("work")
+        await trio.sleep(1)
+        return "done"
+
+    def model(messages: Any, options: Any) -> Any:
+        yield from tool_call_updates("c1", "work", "{}")
+        raise ValueError("the model went away")
+
+    cap = {"none": None, "int": 1, "shared": trio.CapacityLimiter(1)}[limit]
+    client = FunctionInvokingChatClient(
+        FunctionChatClient(model), [work], max_concurrency=cap, eager_tools=True
+    )
+    results: dict[str, ToolCalled] = {}
+    with trio.fail_after(10), pytest.raises(ChatClientError):
+        async with client.run(USER) as stream:
+            async for update in stream:
+                if isinstance(update, ToolCalled):
+                    results[update.call.id] = update
+    assert began == []
+    assert results["c1"].result == "Error: not run: the chat client failed (ChatClientError)"
+    if isinstance(cap, trio.CapacityLimiter):
+        assert cap.borrowed_tokens == 0
 
 
 async def test_runs_sharing_a_limiter_each_keep_their_call_order(

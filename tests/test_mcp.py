@@ -407,6 +407,22 @@ def test_bad_stdio_environments_are_configuration_errors(
         MCPServer.stdio("python", **options)
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"API_KEY": "sk-secret-value\0"},
+        {"API_KEY": b"sk-secret-value"},
+        ["API_KEY=sk-secret-value"],
+        "API_KEY=sk-secret-value",
+    ],
+)
+def test_a_bad_stdio_environment_is_refused_without_showing_its_values(env: Any) -> None:
+    """An environment holds API keys: the error names what is wrong, never a value."""
+    with pytest.raises(ConfigurationError) as caught:
+        MCPServer.stdio("python", env=env)
+    assert "secret" not in str(caught.value)
+
+
 def test_option_names_must_be_strings() -> None:
     with pytest.raises(ConfigurationError, match="tool names"):
         MCPServer.stdio("python", require_approval=["ok", 3])

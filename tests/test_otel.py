@@ -1147,6 +1147,25 @@ def test_a_clients_own_provider_name_and_base_url_are_read_like_its_model(otel: 
     assert attributes["gen_ai.request.model"] == "test-model"
 
 
+async def test_prompt_cache_tokens_are_on_the_chat_and_run_spans(otel: Otel) -> None:
+    cached = Usage(100, 7, cache_read_input_tokens=80, cache_creation_input_tokens=15)
+    script = [
+        batch("lookup", usage=cached),
+        [TextDelta("done"), Finish(FinishReason.STOP, Usage(50, 2, cache_read_input_tokens=40))],
+    ]
+    agent = FunctionInvokingChatClient(Model(script), [lookup], telemetry=otel.telemetry())
+    await run_to_completion(agent, USER)
+    first, second = (span.attributes or {} for span in otel.named("chat"))
+    assert first["gen_ai.usage.input_tokens"] == 100
+    assert first["gen_ai.usage.cache_read.input_tokens"] == 80
+    assert first["gen_ai.usage.cache_creation.input_tokens"] == 15
+    assert second["gen_ai.usage.cache_read.input_tokens"] == 40
+    assert "gen_ai.usage.cache_creation.input_tokens" not in second  # none: left out
+    (run,) = otel.named("invoke_agent")
+    assert (run.attributes or {})["gen_ai.usage.cache_read.input_tokens"] == 120
+    assert (run.attributes or {})["gen_ai.usage.cache_creation.input_tokens"] == 15
+
+
 async def test_the_run_span_names_the_provider_and_model_of_its_first_model_call(
     otel: Otel,
 ) -> None:

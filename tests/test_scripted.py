@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import traceback
 from typing import Any
 
@@ -223,3 +224,54 @@ async def test_a_deadline_around_a_long_scripted_run_fires() -> None:
     with trio.move_on_after(0.01) as scope:  # the stream is all CPU: a real deadline
         await run_to_completion(client, USER)
     assert scope.cancelled_caught
+
+
+# -- misuse a real client would refuse is refused by the doubles too ------------------------------
+
+
+DOUBLES = {
+    "scripted": lambda: ScriptedChatClient(["one", "two"]),
+    "function": lambda: FunctionChatClient(lambda messages, options: "answer"),
+}
+
+
+@pytest.mark.parametrize("double", sorted(DOUBLES))
+@pytest.mark.parametrize(
+    ("messages", "says"),
+    [
+        ("hello", "for messages, not a str ('hello')"),
+        (None, "for messages, not None"),
+        (ChatMessage.user("hi"), "for messages, not a ChatMessage"),
+        ([{"role": "user", "content": "hi"}], "messages[0] is a dict"),
+    ],
+)
+async def test_a_call_on_what_is_no_conversation_is_a_type_error(
+    double: str, messages: object, says: str
+) -> None:
+    client = DOUBLES[double]()
+    # A str was taken as a conversation of one-letter "messages" (recorded so), which a test
+    # of the user's own code would never notice: the real clients refuse it.
+    with pytest.raises(TypeError, match=re.escape(says)):
+        async with client.run(messages):
+            pass
+    assert client.calls == []
+
+
+@pytest.mark.parametrize("double", sorted(DOUBLES))
+async def test_a_call_with_options_that_are_no_run_options_is_a_type_error(double: str) -> None:
+    client = DOUBLES[double]()
+    with pytest.raises(TypeError, match=r"takes a RunOptions or None for options, not a dict"):
+        async with client.run(USER, {"tool_choice": "none"}):
+            pass
+
+
+@pytest.mark.parametrize("double", sorted(DOUBLES))
+async def test_a_stream_read_after_its_block_was_left_is_an_error(double: str) -> None:
+    client = DOUBLES[double]()
+    # As a real client's response is closed when its block is left, reading it then is an
+    # error, not a replay that goes on as if the call were still open.
+    async with client.run(USER) as stream:
+        first = await stream.__anext__()
+    assert first == TextDelta(first.text)
+    with pytest.raises(RuntimeError, match="read after its `async with` block was left"):
+        await stream.__anext__()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -69,6 +70,47 @@ def test_tool_call_updates_in_no_pieces_is_an_error(pieces: int) -> None:
     # Not one piece in silence: ``pieces`` is how many ToolCallArgs there are.
     with pytest.raises(ValueError, match=f"pieces >= 1, got {pieces}"):
         tool_call_updates("c", "f", '{"x": 1}', pieces=pieces)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "says"),
+    [(2.5, "got a float (2.5)"), ("2", "got a str ('2')"), (True, "got a bool (True)")],
+)
+def test_tool_call_updates_take_an_int_of_pieces(pieces: object, says: str) -> None:
+    # 2.5 was a bare "'float' object cannot be interpreted as an integer"; True one piece.
+    with pytest.raises(TypeError, match=re.escape(f"takes an int for pieces, {says}")):
+        tool_call_updates("c", "f", '{"x": 1}', pieces=pieces)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("arguments", [None, {"x": 1}])
+def test_tool_call_updates_take_arguments_as_json_text(arguments: object) -> None:
+    with pytest.raises(TypeError, match=r"arguments as JSON text \(a str; json.dumps them\)"):
+        tool_call_updates("c", "f", arguments)  # type: ignore[arg-type]
+
+
+def test_tool_calls_response_takes_tool_calls_and_says_to_unpack_a_list() -> None:
+    with pytest.raises(TypeError, match=r"call 0 is a list .*tool_calls_response\(\*calls\)"):
+        tool_calls_response([A, B])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"call 1 is a tuple \(\('b', 'g', '\{\}'\)\)$"):
+        tool_calls_response(A, ("b", "g", "{}"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("messages", "says"),
+    [
+        (None, "takes a sequence of ChatMessages, not None"),
+        ("hello", "takes a sequence of ChatMessages, not a str"),
+        (
+            [ChatMessage.user("hi"), {"role": "assistant", "content": "x"}],
+            "message 1 is a dict ({'role': 'assistant', 'content': 'x'}) "
+            "(ChatMessage.from_dict reads a dict)",
+        ),
+    ],
+)
+def test_assert_transcript_valid_names_what_is_no_message(messages: object, says: str) -> None:
+    # A dict (the OpenAI format) was an AttributeError on .role; None a len() error.
+    with pytest.raises(TypeError, match=re.escape(says)):
+        assert_transcript_valid(messages)  # type: ignore[arg-type]
 
 
 def test_valid_transcripts_pass() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import types
 import typing
@@ -110,6 +111,35 @@ def _normalise_all(
     return tuple(_normalise(r, i) for i, r in enumerate(responses))
 
 
+def recorded_call(who: str, messages: object, options: object) -> ScriptedCall:
+    """The record of a call given ``messages`` and ``options``, checked as a real client would
+    (a str is no conversation, a dict no message).
+
+    Raises:
+        TypeError: ``messages`` is not a sequence of :class:`ChatMessage`, or ``options`` is
+            neither ``None`` nor a :class:`RunOptions`; the message says which.
+    """
+    if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):
+        raise TypeError(
+            f"{who}.run() takes a sequence of ChatMessages for messages, not {_describe(messages)}"
+        )
+    snapshot = tuple(messages)
+    if not all(map(isinstance, snapshot, itertools.repeat(ChatMessage))):  # (at C speed)
+        index, message = next(
+            (i, m) for i, m in enumerate(snapshot) if not isinstance(m, ChatMessage)
+        )
+        raise TypeError(
+            f"{who}.run() takes ChatMessages, but messages[{index}] is "
+            f"{_describe(message)} (build it with ChatMessage.user(...) or "
+            "ChatMessage.from_dict(...))"
+        )
+    if options is not None and not isinstance(options, RunOptions):
+        raise TypeError(
+            f"{who}.run() takes a RunOptions or None for options, not {_describe(options)}"
+        )
+    return ScriptedCall(snapshot, options or RunOptions())
+
+
 def check_delay(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     """An attrs validator: ``value`` is a finite number of seconds, at least 0."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
@@ -161,8 +191,11 @@ class ScriptedChatClient:
 
         Raises:
             RuntimeError: the value ``run()`` returned is entered a second time (each is one
-                model call: call ``run()`` again).
+                model call: call ``run()`` again), or its stream is read after its ``async
+                with`` block was left.
             ScriptExhaustedError: every scripted response has been used.
+            TypeError: on entering, ``messages`` is not a sequence of :class:`ChatMessage`
+                (a str, a dict) or ``options`` is not a :class:`RunOptions`; not recorded.
 
         Cancellation: the replay stops where it was; the call stays recorded in :attr:`calls`.
         """
@@ -174,14 +207,19 @@ class ScriptedChatClient:
         self, messages: Sequence[ChatMessage], options: RunOptions | None
     ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
         """The generator behind :meth:`run`."""
+        call = recorded_call("ScriptedChatClient", messages, options)
         index = len(self.calls)
-        self.calls.append(ScriptedCall(tuple(messages), options or RunOptions()))
+        self.calls.append(call)
         if index >= len(self.responses):
             raise ScriptExhaustedError(
                 f"ScriptedChatClient has {len(self.responses)} scripted responses and was "
                 f"called {index + 1} times"
             )
-        yield _Replay(iter(self.responses[index]), self.delay)
+        replay = _Replay(iter(self.responses[index]), self.delay)
+        try:
+            yield replay
+        finally:
+            replay.close()
 
 
 _END = object()
@@ -194,7 +232,7 @@ stream fires, and a short response streams with no schedule point at all."""
 class _Replay:
     """An async iterator over one response's items; ``check`` vets each one as it comes."""
 
-    __slots__ = ("_check", "_delay", "_index", "_items")
+    __slots__ = ("_check", "_closed", "_delay", "_index", "_items")
 
     def __init__(
         self,
@@ -206,16 +244,25 @@ class _Replay:
         self._delay = delay
         self._check = check
         self._index = 0
+        self._closed = False
 
     def __aiter__(self) -> _Replay:
         return self
 
     def close(self) -> None:
-        """Close the items' iterator if it is a generator (its ``finally`` blocks run now)."""
+        """The call is over (its ``async with`` was left): close the items' iterator if it is
+        a generator (its ``finally`` blocks run now); reading on is an error, as it is from a
+        real client's closed response."""
+        self._closed = True
         if isinstance(self._items, types.GeneratorType):
             self._items.close()
 
     async def __anext__(self) -> AgentResponseUpdate:
+        if self._closed:
+            raise RuntimeError(
+                "this model call's stream was read after its `async with` block was left: "
+                "read it inside the block"
+            )
         item = next(self._items, _END)
         if item is _END:
             raise StopAsyncIteration

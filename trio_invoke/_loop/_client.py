@@ -262,7 +262,8 @@ class FunctionInvokingChatClient:
         self._definitions(self._tools)
 
     def __setattr__(self, name: str, value: object) -> None:
-        if name in _SETTINGS and name in self.__dict__:  # a setting changed after __init__
+        # A setting changed once ``__init__`` has set them all (a subclass may set one first)
+        if name in _SETTINGS and _SETTINGS.issubset(self.__dict__):
             settings: dict[str, object] = {key: getattr(self, key) for key in _SETTINGS}
             settings[name] = value
             checked = FunctionInvokingChatClient(**settings)  # type: ignore[arg-type]

@@ -116,7 +116,10 @@ class CallOrder:
             if self._next < place:
                 waiting = self._waiting[place] = trio.Event()
                 await waiting.wait()
-            try:  # a free slot is taken at once: the next call may take its own in this batch
+            # A free slot is taken at once: the next call may take its own in this batch. (Not
+            # in a cancelled scope: a call cut short before it has its slot never runs.)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
                 limiter.acquire_nowait()
             except trio.WouldBlock:
                 await limiter.acquire()

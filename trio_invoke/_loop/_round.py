@@ -202,9 +202,8 @@ class Round:
                 began = self._began.get(call.id)
                 if began is not None:
                     why, took = started, now - began
-                elif call.id in self._started and self.run.limits.limiter is None:
-                    why, took = started, 0.0  # its task had not begun yet
-                else:  # never handed to a task, or still queued for a slot: it never ran
+                else:  # never handed to a task, its task cut short before it began, or
+                    # still queued for a slot: it never ran
                     why, took = not_started, 0.0
                 called = ToolCalled(call, f"Error: {why}", is_error=True, duration=took)
                 self._results[call.id] = called
@@ -367,6 +366,9 @@ class Round:
         """A call task: its one result goes into its own clone of ``events``, then the clone is
         closed -- the last one closed ends the round."""
         with events:
+            # A task started in a round already cut short (the model failed meanwhile) does
+            # not begin its call: what a tool does before its first await would run otherwise.
+            await trio.lowlevel.checkpoint_if_cancelled()
             called = await self._answer(call)
             if not offer(events, called):  # as _answer_into, one coroutine fewer per call
                 await events.send(called)

@@ -181,16 +181,23 @@ def _checked_env(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` as a dict, once checked: names and values are ``str``, a name is not empty and
     holds no ``=``, neither holds a NUL (what the operating system refuses, as the process
     would fail to start)."""
+    # (values are not shown: an environment holds API keys and tokens)
     if not isinstance(env, Mapping):
-        raise ConfigurationError(f"env must be a mapping of names to values, got {env!r}")
+        raise ConfigurationError(
+            f"env must be a mapping of names to values, got a {type(env).__name__}"
+        )
     checked: dict[str, str] = {}
     for name, value in env.items():
         if not isinstance(name, str) or not name or "=" in name or "\0" in name:
             raise ConfigurationError(
                 f"env names must be non-empty strs without '=' or NUL, got {name!r}"
             )
-        if not isinstance(value, str) or "\0" in value:
-            raise ConfigurationError(f"env[{name!r}] must be a str without NUL, got {value!r:.80}")
+        if not isinstance(value, str):
+            raise ConfigurationError(
+                f"env[{name!r}] must be a str without NUL, got a {type(value).__name__}"
+            )
+        if "\0" in value:
+            raise ConfigurationError(f"env[{name!r}] must be a str without NUL, got one with NUL")
         checked[name] = value
     return checked
 

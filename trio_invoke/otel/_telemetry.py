@@ -181,6 +181,10 @@ def _set_usage(span: trace.Span, usage: Usage | None) -> None:
     if usage is not None:
         span.set_attribute(names.USAGE_INPUT_TOKENS, usage.input_tokens)
         span.set_attribute(names.USAGE_OUTPUT_TOKENS, usage.output_tokens)
+        if usage.cache_read_input_tokens:  # (part of input_tokens, as the conventions count)
+            span.set_attribute(names.USAGE_CACHE_READ_TOKENS, usage.cache_read_input_tokens)
+        if usage.cache_creation_input_tokens:
+            span.set_attribute(names.USAGE_CACHE_CREATION_TOKENS, usage.cache_creation_input_tokens)
 
 
 @attrs.define(kw_only=True)
@@ -192,7 +196,9 @@ class Telemetry:
 
     * ``invoke_agent`` (or ``invoke_agent {agent_name}``), kind ``INTERNAL``, one per run:
       ``gen_ai.operation.name``, ``gen_ai.agent.name``, the summed ``gen_ai.usage.input_tokens``
-      / ``gen_ai.usage.output_tokens``, ``gen_ai.response.finish_reasons`` (the final reason);
+      / ``gen_ai.usage.output_tokens`` (and ``gen_ai.usage.cache_read.input_tokens`` /
+      ``gen_ai.usage.cache_creation.input_tokens`` where the prompt cache served or stored
+      some: parts of ``input_tokens``), ``gen_ai.response.finish_reasons`` (the final reason);
       ``error.type`` and an error status when the run failed or was cancelled;
       ``gen_ai.provider.name`` and ``gen_ai.request.model`` of its first model call.
     * ``chat {model}`` (or ``chat``), kind ``CLIENT``, one per model call:

@@ -40,6 +40,7 @@ __all__ = [
     "checked_options",
     "endpoint",
     "merged_headers",
+    "reconfigurable",
     "reconfigured",
     "shown_url",
 ]
@@ -209,9 +210,18 @@ def reconfigured(client: Any, attribute: attrs.Attribute[Any], value: Any) -> An
         )
     rebuilt = attrs.evolve(client, **{attribute.alias or attribute.name: value})
     for field in attrs.fields(type(client)):
-        if field.name not in ("_pool", attribute.name):
+        derived = not field.init and field.default is attrs.NOTHING  # (set by the post-init)
+        if (field.init or derived) and field.name != attribute.name:
             object.__setattr__(client, field.name, getattr(rebuilt, field.name))
     return getattr(rebuilt, attribute.name)
+
+
+def reconfigurable(_: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+    """The ``field_transformer`` of the HTTP clients: each field's ``on_setattr`` is
+    :func:`reconfigured`, so that a subclass made with ``attrs.define`` (whose own hooks would
+    replace a class-wide one) keeps it for the fields it inherits. A subclass's own state with
+    a default (``attrs.field(init=False, default=0)``) is left as it is."""
+    return [field.evolve(on_setattr=reconfigured) for field in fields]
 
 
 class Pooled:

@@ -19,6 +19,7 @@ from .._scripted import (
     _Replay,
     check_delay,
     checked_item,
+    recorded_call,
     text_response,
 )
 from .._updates import AgentResponseUpdate
@@ -89,13 +90,16 @@ class FunctionChatClient:
 
         Raises:
             RuntimeError: the value ``run()`` returned is entered a second time (each is one
-                model call: call ``run()`` again).
-            TypeError: the function returned something that is neither a string nor an
-                iterable of updates (``None``, say: a missing ``return``; a dict), or an item
-                of what it returned is not an update, an exception or a string. The message
-                names what was returned, or the item's index and what it is. Raised on
-                entering for a list or tuple; while iterating, when the item is reached, for
-                an iterator or generator.
+                model call: call ``run()`` again), or its stream is read after its ``async
+                with`` block was left.
+            TypeError: on entering, ``messages`` is not a sequence of :class:`ChatMessage` (a
+                str, a dict) or ``options`` is not a :class:`RunOptions` (not recorded, and
+                the function is not called). Or the function returned something that is
+                neither a string nor an iterable of updates (``None``, say: a missing
+                ``return``; a dict), or an item of what it returned is not an update, an
+                exception or a string. The message names what was returned, or the item's
+                index and what it is. Raised on entering for a list or tuple; while
+                iterating, when the item is reached, for an iterator or generator.
 
         Whatever the function raises propagates from entering the context manager.
 
@@ -112,7 +116,7 @@ class FunctionChatClient:
         self, messages: Sequence[ChatMessage], options: RunOptions | None
     ) -> AsyncIterator[AsyncIterator[AgentResponseUpdate]]:
         """The generator behind :meth:`run`."""
-        call = ScriptedCall(tuple(messages), options or RunOptions())
+        call = recorded_call("FunctionChatClient", messages, options)
         self.calls.append(call)
         response = self.function(call.messages, call.options)
         if inspect.isawaitable(response):

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._messages import FinishReason, ToolCall, Usage
+from .._scripted import _describe
 from .._updates import AgentResponseUpdate, Finish, ToolCallArgs, ToolCallEnd, ToolCallStart
 
 __all__ = ["tool_call_updates", "tool_calls_response"]
@@ -36,10 +37,18 @@ def tool_call_updates(
         interleaving of several calls, draw from :func:`tool_call_streams`.
 
     Raises:
+        TypeError: ``pieces`` is not an int, or ``arguments`` not a str.
         ValueError: ``pieces`` is less than 1.
     """
+    if isinstance(pieces, bool) or not isinstance(pieces, int):
+        raise TypeError(f"tool_call_updates takes an int for pieces, got {_describe(pieces)}")
     if pieces < 1:
         raise ValueError(f"tool_call_updates needs pieces >= 1, got {pieces!r}")
+    if not isinstance(arguments, str):
+        raise TypeError(
+            f"tool_call_updates takes the arguments as JSON text (a str; json.dumps them), "
+            f"got {_describe(arguments)}"
+        )
     count = min(pieces, len(arguments))  # one piece per character at most
     size, longer = divmod(len(arguments), count) if count else (0, 0)
     # The first ``longer`` pieces take one character more: ``count`` pieces, none empty.
@@ -60,9 +69,23 @@ def tool_calls_response(*calls: ToolCall, usage: Usage | None = None) -> list[Ag
     For a :class:`ScriptedChatClient` script or a :class:`FunctionChatClient` function::
 
         tool_calls_response(ToolCall("c1", "search", '{"query": "trio"}'))
+
+    Raises:
+        TypeError: one of ``calls`` is not a :class:`ToolCall` (a list of them: unpack it,
+            ``tool_calls_response(*calls)``).
     """
     updates: list[AgentResponseUpdate] = []
-    for call in calls:
+    given: tuple[object, ...] = calls  # checked at run time, whatever the annotations say
+    for index, call in enumerate(given):
+        if not isinstance(call, ToolCall):
+            hint = (
+                ": pass the calls themselves, tool_calls_response(*calls)"
+                if isinstance(call, list | tuple) and all(isinstance(c, ToolCall) for c in call)
+                else ""
+            )
+            raise TypeError(
+                f"tool_calls_response takes ToolCalls, but call {index} is {_describe(call)}{hint}"
+            )
         updates += tool_call_updates(
             call.id, call.name, call.arguments, provider_data=call.provider_data
         )

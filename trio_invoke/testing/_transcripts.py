@@ -9,6 +9,7 @@ import attrs
 from .._client import ChatClient
 from .._messages import ChatMessage, MessageRole
 from .._options import RunOptions
+from .._scripted import _describe
 from .._updates import AgentResponseUpdate
 
 __all__ = ["RunResult", "assert_transcript_valid", "run_to_completion"]
@@ -62,7 +63,21 @@ def assert_transcript_valid(
 
     Raises:
         AssertionError: naming the message index and the call id that breaks the rule.
+        TypeError: ``messages`` is not a sequence of :class:`ChatMessage` (``None``, a str, a
+            dict in OpenAI's format: ``ChatMessage.from_dict`` reads one).
     """
+    given: object = messages  # checked at run time, whatever the annotations say
+    if isinstance(given, str) or not isinstance(given, Sequence):
+        raise TypeError(
+            f"assert_transcript_valid takes a sequence of ChatMessages, not {_describe(given)}"
+        )
+    for at, message in enumerate(given):
+        if not isinstance(message, ChatMessage):
+            hint = " (ChatMessage.from_dict reads a dict)" if isinstance(message, dict) else ""
+            raise TypeError(
+                f"assert_transcript_valid takes ChatMessages, but message {at} is "
+                f"{_describe(message)}{hint}"
+            )
     index = 0
     while index < len(messages):
         message = messages[index]

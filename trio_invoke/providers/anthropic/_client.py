@@ -61,7 +61,7 @@ from .._settings import (
     checked_options,
     endpoint,
     merged_headers,
-    reconfigured,
+    reconfigurable,
     shown_url,
 )
 
@@ -142,7 +142,7 @@ def _version(_: object, __: attrs.Attribute[Any], value: object) -> None:
         raise ConfigurationError(f"anthropic_version must be a non-empty string, got {value!r}")
 
 
-@attrs.define(eq=False, repr=False, on_setattr=reconfigured)
+@attrs.define(eq=False, repr=False, field_transformer=reconfigurable)
 class AnthropicChatClient(Pooled):
     """A :class:`ChatClient` for Anthropic's Messages API.
 

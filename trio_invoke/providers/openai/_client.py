@@ -54,7 +54,7 @@ from .._settings import (
     checked_options,
     endpoint,
     merged_headers,
-    reconfigured,
+    reconfigurable,
     shown_url,
 )
 
@@ -104,7 +104,7 @@ def _send_reasoning(_: object, __: attrs.Attribute[Any], value: object) -> None:
 _optional_callable = attrs.validators.optional(attrs.validators.is_callable())
 
 
-@attrs.define(eq=False, repr=False, on_setattr=reconfigured)
+@attrs.define(eq=False, repr=False, field_transformer=reconfigurable)
 class OpenAIChatClient(Pooled):
     """A :class:`ChatClient` for any OpenAI-compatible ``/chat/completions`` endpoint.
 
