@@ -1139,6 +1139,52 @@ async def test_connecting_again_to_a_server_that_hangs_is_bounded(
 
 
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_leaving_the_block_while_connecting_again_to_a_server_that_is_back(
+    log: Log, http_servers: list[HTTPServer], monkeypatch: pytest.MonkeyPatch, protocol: str
+) -> None:
+    # The block ends while the attempt to connect again is still checking the server's port
+    # (the server is back, so the handshake would succeed): leaving is at once, the call
+    # waiting gets an error result, and no connection is made after the block (it would be
+    # held open, and leaving would wait for it forever).
+    http = HTTPServer(log)
+    http_servers.append(http)
+    probing = trio.Event()
+    reachable = trio_invoke.mcp._server._HTTP.reachable
+
+    async def slow_probe(target: Any) -> bool:
+        probing.set()
+        await trio.sleep(0.3)  # (a port slow to take the connection)
+        return await reachable(target)
+
+    waiting: list[BaseException] = []
+
+    async def wait_for_it(add: MCPTool) -> None:
+        try:
+            await add.execute({"a": 1, "b": 2})
+        except MCPToolError as exc:
+            waiting.append(exc)
+
+    with trio.fail_after(ENTER):
+        async with trio.open_nursery() as nursery:
+            async with MCPServer.http(http.url, protocol=protocol) as server:
+                add = by_remote(server)["add"]
+                http.kill()
+                with trio.fail_after(5), pytest.raises(MCPToolError):
+                    await add.execute({"a": 1, "b": 2})  # finds it gone
+                http_servers.append(HTTPServer(log, port=http.port))
+                monkeypatch.setattr(trio_invoke.mcp._server._HTTP, "reachable", slow_probe)
+                nursery.start_soon(wait_for_it, add)
+                await probing.wait()
+                left = trio.current_time()
+            assert trio.current_time() - left < 0.2
+            with trio.fail_after(2):
+                while not waiting:  # noqa: ASYNC110
+                    await trio.sleep(0.02)
+    assert "is not available: it was closed" in str(waiting[0])
+    assert not server.available
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
 async def test_leaving_the_block_while_an_http_server_hangs_is_bounded(
     log: Log, http_servers: list[HTTPServer], protocol: str
 ) -> None:

@@ -865,9 +865,25 @@ class MCPServer:
             if self._attempt is not None:
                 self._attempt.set()
 
+    def _ends_with_block(self, scope: trio.CancelScope) -> None:
+        """Have the block's end cancel ``scope`` (at once if it has ended: a task started
+        just before it ended begins after)."""
+        self._connecting.add(scope)
+        if self._closing.is_set():
+            scope.cancel()
+
     async def _connect_again(self, nursery: trio.Nursery) -> str | None:
         """One attempt: ``None`` once a new connection is the current one, else why not."""
-        if not await self._target.reachable():  # (at once on a closed port)
+        reachable = False
+        with trio.CancelScope() as probe:
+            self._ends_with_block(probe)
+            try:
+                reachable = await self._target.reachable()  # (at once on a closed port)
+            finally:
+                self._connecting.discard(probe)
+        if self._closing.is_set():
+            return "the block ended meanwhile"
+        if not reachable:
             return f"nothing takes connections at {self.label}"
         outcome: list[str | None] = []
         ready = trio.Event()
@@ -926,7 +942,7 @@ class MCPServer:
         lose = functools.partial(self._lose, epoch=epoch)
 
         if not entering:
-            self._connecting.add(init)  # (the block's end cancels it)
+            self._ends_with_block(init)
         try:
             with init, changed_send, changed_receive:
                 async with contextlib.AsyncExitStack() as stack:
