@@ -1763,6 +1763,36 @@ async def test_refresh_tools_when_not_available(log: Log) -> None:
                 await server.refresh_tools()
 
 
+async def test_refresh_tools_after_an_http_server_went_away_or_restarted(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # refresh_tools() is a request like a call: the one that finds the server gone says so
+    # and later ones (and calls) are "not available" at once, `available` says it is gone;
+    # a listing refused with HTTP 404 to the session's id goes once more to a new session.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol="legacy") as server:
+            http.kill()
+            with trio.fail_after(5), pytest.raises(MCPConnectionError, match="failed"):
+                await server.refresh_tools()
+            assert not server.available
+            with trio.fail_after(1), pytest.raises(MCPConnectionError) as later:
+                await server.refresh_tools()
+            with trio.fail_after(1), pytest.raises(MCPToolError, match="not available"):
+                await by_remote(server)["add"].execute({"a": 1, "b": 2})
+            http_servers.append(HTTPServer(log, port=http.port))
+            assert set(by_remote(server)) == BASE_TOOLS
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+            http_servers[-1].kill()
+            http_servers.append(HTTPServer(log, "--extra-tools", "1", port=http.port))
+            with trio.fail_after(10):
+                tools = await server.refresh_tools()  # refused, then listed on a new session
+            assert {t.remote_name for t in tools} == BASE_TOOLS | {"tool_0"}
+            assert server.available
+    assert "connecting again failed: nothing takes connections" in str(later.value)
+
+
 async def test_refresh_tools_lists_now(log: Log) -> None:
     with trio.fail_after(ENTER):
         async with stdio(log, "--page-size", "5") as server:

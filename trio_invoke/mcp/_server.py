@@ -744,19 +744,27 @@ class MCPServer:
 
         Cancellation: the listing is abandoned; :attr:`tools` is unchanged.
         """
-        client = self._client
-        if client is None or self._lost is not None:
-            client = await self._reconnected(None)  # (or "not available")
-        try:
-            listed = await self._list(client)
-        except TrioInvokeError:
-            raise
-        except Exception as exc:
-            raise MCPConnectionError(
-                f"listing the tools of MCP server {self.name!r} failed: {_summary(exc)}"
-            ) from exc
-        self._tools = self._build(listed, strict=False)
-        return self._tools
+        refused = False
+        while True:
+            client, epoch = self._client, self._epoch
+            if client is None or self._lost is not None:
+                client = await self._reconnected(None)  # (or "not available")
+                epoch = self._epoch
+            try:
+                listed = await self._list(client)
+            except TrioInvokeError:
+                raise
+            except Exception as exc:
+                if not refused and epoch in self._ended:  # (as a call: once, a new session)
+                    refused = True
+                    continue
+                if isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
+                    self._lose(self._target.lost, epoch)  # (later ones connect again)
+                raise MCPConnectionError(
+                    f"listing the tools of MCP server {self.name!r} failed: {_summary(exc)}"
+                ) from exc
+            self._tools = self._build(listed, strict=False)
+            return self._tools
 
     # -- the connection ----------------------------------------------------------------------
 
