@@ -1509,6 +1509,38 @@ async def test_tool_list_changes_are_followed_again_after_an_http_server_restart
             assert set(by_remote(server)) == BASE_TOOLS | {"after"}
 
 
+async def test_a_tool_list_change_while_connecting_again_is_followed(
+    log: Log, http_servers: list[HTTPServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server's tools change while the new connection is being made, after its listing
+    # was answered (another client adds one): the change it announces is not lost, and
+    # `server.tools` has the new tool, as when the change comes while entering.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    listing = MCPServer._list
+    other: list[MCPServer] = []
+
+    async def list_then_change(self: MCPServer, client: Any) -> Any:
+        listed = await listing(self, client)
+        if self is not other[0] and other[0].available:
+            await by_remote(other[0])["add_tool"].execute({"name": "late"})
+            await trio.sleep(0.5)  # (the announcement arrives meanwhile)
+        return listed
+
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url) as server:
+            add = by_remote(server)["add"]
+            http.kill()
+            with trio.fail_after(5), pytest.raises(MCPToolError):
+                await add.execute({"a": 1, "b": 2})  # finds it gone
+            http_servers.append(HTTPServer(log, port=http.port))
+            async with MCPServer.http(http.url) as changer:
+                other.append(changer)
+                monkeypatch.setattr(MCPServer, "_list", list_then_change)
+                assert await add.execute({"a": 1, "b": 2}) == "3"  # connected again
+                await wait_for_tool(server, "late")
+
+
 @pytest.mark.parametrize("down", [0.5, 2.0])
 async def test_an_http_server_restarted_while_idle_goes_on(
     log: Log, http_servers: list[HTTPServer], down: float

@@ -566,8 +566,9 @@ class MCPServer:
     def _fresh(self) -> None:
         """The state of one ``async with`` block, as it begins."""
         self._epoch = next(self._epochs)
-        """Which connection :attr:`_client`, :attr:`_lost` and :attr:`_changed` belong to: a
-        connection that was replaced (or is still being made) changes nothing of them."""
+        """Which connection :attr:`_client` and :attr:`_lost` belong to: a connection that was
+        replaced (or is still being made) changes nothing of them. (:attr:`_changed` is the
+        newest connection's, once it is being made: what changes meanwhile is listed on it.)"""
         self._lost: str | None = None
         self._closing = trio.Event()
         self._gone = trio.Event()
@@ -942,7 +943,7 @@ class MCPServer:
 
         changed_send, changed_receive = trio.open_memory_channel[None](1)
         entering = outcome is None
-        self._changed = changed_send if entering else self._changed
+        self._changed = changed_send  # (what changes meanwhile is listed once it is current)
         started = False
         gone = self._gone
         init = trio.CancelScope(deadline=trio.current_time() + self.init_timeout)
@@ -985,8 +986,9 @@ class MCPServer:
         finally:
             if epoch == self._epoch:
                 self._client = None
-                self._changed = None
                 lose("it was closed")
+            if self._changed is changed_send:
+                self._changed = None
             self._connecting.discard(init)
             say(
                 "the block ended meanwhile"
