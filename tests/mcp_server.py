@@ -14,9 +14,17 @@ router with no GET for the endpoint, as an Express app with only ``app.post('/mc
 ``--not-found-tool NAME`` answers a call of tool NAME with 404 and a JSON-RPC "method not
 found" error (as a gateway in front of the server might), and ``--token-file PATH`` answers
 HTTP 401 to every request without ``Authorization: Bearer`` and the file's text (read at each
-request, so a test can revoke a token). Over stdio, ``--wire`` adds tools
-that write onto the protocol stream itself, past the SDK: ``wire_bytes`` (any bytes, then a
-normal answer) and ``wire_answer`` (its own answer as the given JSON text, then it waits).
+request, so a test can revoke a token); ``--mode-file PATH`` makes the server misbehave as the
+file says, read at each request (missing or empty: it does not): ``forget`` answers 404 to
+every POST with an ``Mcp-Session-Id`` (a server that forgets every session), ``forget-calls``
+only to those that call a tool, ``500`` answers HTTP 500 to every POST, ``bad-init`` answers
+``initialize`` with a result that is not one, ``hang`` never answers a POST,
+``legacy-only`` answers 400 to every POST without a session that is not ``initialize`` (a
+server of the 2025 protocols only). With any of these HTTP flags, each ``DELETE`` (a client
+ending its session) is logged with the session's id. Over stdio,
+``--wire`` adds tools that write onto the protocol stream itself, past the SDK: ``wire_bytes``
+(any bytes, then a normal answer) and ``wire_answer`` (its own answer as the given JSON text,
+then it waits).
 """
 
 from __future__ import annotations
@@ -258,17 +266,20 @@ def main() -> None:
     parser.add_argument("--not-found-tool", default=None, metavar="NAME")
     parser.add_argument("--wire", action="store_true")
     parser.add_argument("--token-file", default=None, metavar="PATH")
+    parser.add_argument("--mode-file", default=None, metavar="PATH")
     args = parser.parse_args()
     server = build(args)
     if args.http is None:
         server.run()
-    elif not (args.no_get or args.not_found_tool or args.token_file):
+    elif not (args.no_get or args.not_found_tool or args.token_file or args.mode_file):
         anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=args.http))
     else:
         import uvicorn
 
         app = _Router(server.streamable_http_app(), args.no_get, args.not_found_tool)
         app.token_file = args.token_file
+        app.mode_file = args.mode_file
+        app.log_path = args.log
         config = uvicorn.Config(app, host="127.0.0.1", port=args.http, log_level="error")
         anyio.run(uvicorn.Server(config).serve)
 
@@ -278,6 +289,8 @@ class _Router:
     ``--token-file`` (see above)."""
 
     token_file: str | None = None
+    mode_file: str | None = None
+    log_path: str | None = None
 
     def __init__(self, inner: Any, no_get: bool, not_found_tool: str | None) -> None:
         self.inner, self.no_get, self.not_found_tool = inner, no_get, not_found_tool
@@ -292,6 +305,59 @@ class _Router:
             if dict(scope["headers"]).get(b"authorization") != expected:
                 await _answer(send, 401, "text/plain", b"Unauthorized")
                 return
+        if scope["method"] == "DELETE" and self.log_path is not None:
+            session = dict(scope["headers"]).get(b"mcp-session-id", b"").decode()
+            line = json.dumps({"event": "delete", "session": session}) + "\n"
+            async with await anyio.open_file(self.log_path, "a", encoding="utf-8") as file:
+                await file.write(line)
+        mode = ""
+        if self.mode_file is not None and os.path.exists(self.mode_file):
+            mode = (await anyio.Path(self.mode_file).read_text(encoding="utf-8")).strip()
+        if mode and scope["method"] == "POST":
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            request = json.loads(body or b"null")
+            method = request.get("method") if isinstance(request, dict) else None
+            has_session = b"mcp-session-id" in dict(scope["headers"])
+            if mode == "hang":
+                await anyio.sleep_forever()
+            if mode == "500":
+                await _answer(send, 500, "text/plain", b"Internal Server Error")
+                return
+            if has_session and (
+                mode == "forget" or (mode == "forget-calls" and method == "tools/call")
+            ):
+                if self.log_path is not None:
+                    line = json.dumps({"event": "forgot", "method": method}) + "\n"
+                    async with await anyio.open_file(self.log_path, "a", encoding="utf-8") as file:
+                        await file.write(line)
+                await _answer(send, 404, "text/plain", b"Session not found")
+                return
+            if mode == "legacy-only" and not has_session and method != "initialize":
+                # (as a server of the 2025 protocols: a session begins with initialize)
+                error = {"code": -32600, "message": "Bad Request: Missing session ID"}
+                answer = {"jsonrpc": "2.0", "id": request.get("id"), "error": error}
+                await _answer(send, 400, "application/json", json.dumps(answer).encode())
+                return
+            if mode == "bad-init" and method == "initialize":
+                answer = {"jsonrpc": "2.0", "id": request.get("id"), "result": {"nonsense": 1}}
+                await _answer(send, 200, "application/json", json.dumps(answer).encode())
+                return
+            sent = False
+
+            async def again() -> Any:
+                nonlocal sent
+                if not sent:
+                    sent = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
+
+            await self.inner(scope, again, send)
+            return
         if scope["method"] == "GET" and self.no_get:
             await _answer(send, 404, "text/html", b"Cannot GET /mcp")
             return

@@ -1086,6 +1086,25 @@ async def test_many_calls_when_an_http_server_dies_then_the_next_run_works(
     }
 
 
+async def test_a_session_made_again_is_deleted_when_the_block_ends(
+    log: Log, http_servers: list[HTTPServer], tmp_path: Path
+) -> None:
+    # As the first session is: the server is told (DELETE) that the session ends, not left
+    # to time it out.
+    mode = str(tmp_path / "mode")  # (not there: the server behaves; it logs each DELETE)
+    http = HTTPServer(log, "--mode-file", mode)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol="legacy") as server:
+            http.kill()
+            http_servers.append(HTTPServer(log, "--mode-file", mode, port=http.port))
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"  # a new one
+            await log.wait_for(lambda log: len(log.events("delete")) == 1)  # (the old one)
+    deleted = [e["session"] for e in log.events("delete")]
+    assert len(deleted) == 2
+    assert deleted[0] != deleted[1]
+
+
 async def test_connecting_again_to_a_server_that_hangs_is_bounded(
     log: Log, http_servers: list[HTTPServer]
 ) -> None:

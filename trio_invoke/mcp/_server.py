@@ -962,8 +962,8 @@ class MCPServer:
                             await watchers.start(self._listen, client, epoch)
                         tools = self._build(await self._list(client), strict=entering)
                         init.deadline = math.inf
-                        if not entering:  # (the block's end cancels init now)
-                            gone = self._adopt(epoch, changed_send, outcome)
+                        if not entering:
+                            gone = self._adopt(epoch, changed_send, outcome, init)
                         self._server_name, self._tools, self._client = server_name, tools, client
                         watchers.start_soon(self._follow_changes, client, changed_receive)
                         started = True
@@ -1033,8 +1033,14 @@ class MCPServer:
         epoch: int,
         changed: trio.MemorySendChannel[None],
         outcome: tuple[list[str | None], trio.Event] | None,
+        init: trio.CancelScope,
     ) -> trio.Event:
-        """Make connection ``epoch`` (made again) the current one; its ``gone`` event."""
+        """Make connection ``epoch`` (made again) the current one; its ``gone`` event.
+
+        The block's end no longer cancels ``init`` (the time limit of making it): it ends
+        this connection as the first one, which closes it properly (the session's ``DELETE``
+        would not be sent from a cancelled scope)."""
+        self._connecting.discard(init)
         gone = trio.Event()
         self._epoch, self._lost, self._gone, self._changed = epoch, None, gone, changed
         _say(outcome, None)
