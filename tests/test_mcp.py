@@ -1086,6 +1086,49 @@ async def test_many_calls_when_an_http_server_dies_then_the_next_run_works(
     }
 
 
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("forget", "refused the handshake: JSON-RPC error -32600"),
+        ("forget-calls", "is not available: the server ended the session"),
+        ("500", "(HTTP 500 Internal Server Error)"),
+        ("bad-init", "ValidationError"),
+        ("hang", "did not finish the handshake and list its tools within init_timeout=1 s"),
+    ],
+)
+async def test_an_http_server_back_but_misbehaving(
+    log: Log, http_servers: list[HTTPServer], tmp_path: Path, mode: str, says: str
+) -> None:
+    # Found gone, then back on its port, but forgetting every session (or every call's),
+    # answering HTTP 500, a handshake that is not one, or nothing: each call gets one error
+    # result, in bounded
+    # time; none runs twice (a call refused twice is not sent a third time); once the server
+    # behaves again, the next call is answered.
+    mode_file = tmp_path / "mode"
+    http = HTTPServer(log, "--mode-file", str(mode_file))
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol="legacy", init_timeout=1) as server:
+            record = by_remote(server)["record"]
+            http.kill()
+            with trio.fail_after(5), pytest.raises(MCPToolError, match="ended while the call"):
+                await record.execute({"text": "finds it gone"})
+            mode_file.write_text(mode, encoding="utf-8")
+            http_servers.append(HTTPServer(log, "--mode-file", str(mode_file), port=http.port))
+            for i in range(3):
+                with trio.fail_after(5), pytest.raises(MCPToolError) as refused:
+                    await record.execute({"text": f"refused {i}"})
+                assert says in str(refused.value)
+                assert not server.available
+            mode_file.write_text("", encoding="utf-8")
+            with trio.fail_after(5):
+                assert await record.execute({"text": "back"}) == "recorded back"
+            assert server.available
+    assert [e["text"] for e in log.events("recorded")] == ["back"]
+    if mode == "forget-calls":
+        assert len(log.events("forgot")) == 2 * 3  # each call: sent, refused, sent once more
+
+
 async def test_a_session_made_again_is_deleted_when_the_block_ends(
     log: Log, http_servers: list[HTTPServer], tmp_path: Path
 ) -> None:
