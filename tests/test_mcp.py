@@ -1200,6 +1200,32 @@ async def test_connecting_again_to_a_server_that_hangs_is_bounded(
     assert not server.available
 
 
+async def test_connecting_again_to_a_port_that_does_not_answer_is_bounded_by_init_timeout(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # Something holds the server's port but takes no connection (its queue of connections
+    # not yet accepted is full, so a connect waits): a call without a timeout of its own is
+    # answered "not available" after init_timeout, as for a server that does not answer.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, init_timeout=0.5, timeout=None) as server:
+            add = by_remote(server)["add"]
+            http.kill()
+            with trio.fail_after(5), pytest.raises(MCPToolError):
+                await add.execute({"a": 1, "b": 2})  # finds it gone
+            with socket.socket() as full, socket.socket() as waiting:
+                full.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                full.bind(("127.0.0.1", http.port))
+                full.listen(0)
+                waiting.connect(("127.0.0.1", http.port))  # (never accepted)
+                start = trio.current_time()
+                with trio.fail_after(5), pytest.raises(MCPToolError) as slow:
+                    await add.execute({"a": 1, "b": 2})
+                assert trio.current_time() - start < 2
+    assert "is not available" in str(slow.value)
+
+
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
 async def test_leaving_the_block_while_connecting_again_to_a_server_that_is_back(
     log: Log, http_servers: list[HTTPServer], monkeypatch: pytest.MonkeyPatch, protocol: str

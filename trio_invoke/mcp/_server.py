@@ -883,8 +883,8 @@ class MCPServer:
 
     async def _connect_again(self, nursery: trio.Nursery) -> str | None:
         """One attempt: ``None`` once a new connection is the current one, else why not."""
-        reachable = False
-        with trio.CancelScope() as probe:
+        reachable = False  # (a port that does not answer: not beyond init_timeout)
+        with trio.CancelScope(deadline=trio.current_time() + self.init_timeout) as probe:
             self._ends_with_block(probe)
             try:
                 reachable = await self._target.reachable()  # (at once on a closed port)
