@@ -15,6 +15,8 @@ import trio.testing
 from anthropic_streams import (
     CACHED,
     PARALLEL,
+    RESULTS,
+    SEARCH,
     SHAPED,
     TEXT,
     THINKING,
@@ -384,6 +386,69 @@ async def test_only_pings_is_no_progress(
     with pytest.raises(ModelTimeoutError, match="without progress"):
         await stream_updates(client_for(server, timeout=5.0))
     assert 5 <= trio.current_time() - start < 6
+
+
+OMITTED = {"type": "thinking", "thinking": "", "signature": ""}
+"""A thinking block with ``display: "omitted"`` (the default on Claude Opus 4.7): it starts
+empty, the API sends only ``ping`` events while the model thinks, then the signature."""
+SEARCHING = (  # a server tool (web search, code execution) ran; the API pings until its result
+    event("content_block_start", index=0, content_block=SEARCH)
+    + event(
+        "content_block_delta",
+        index=0,
+        delta={"type": "input_json_delta", "partial_json": '{"query": "trio"}'},
+    )
+    + event("content_block_stop", index=0)
+)
+AFTER_SEARCH = (
+    event("content_block_start", index=1, content_block=RESULTS)
+    + event("content_block_stop", index=1)
+    + text_block(2, "Found it.")
+    + message_end()
+)
+AFTER_THINKING = (
+    event(
+        "content_block_delta",
+        index=0,
+        delta={"type": "signature_delta", "signature": "EqQBCkYIBhgCIkBfcm5=="},
+    )
+    + event("content_block_stop", index=0)
+    + text_block(1, "Done.")
+    + message_end()
+)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            message_start() + event("content_block_start", index=0, content_block=OMITTED),
+            AFTER_THINKING,
+        ),
+        (message_start() + SEARCHING, AFTER_SEARCH),
+    ],
+    ids=["omitted-thinking", "server-tool"],
+)
+async def test_pings_while_the_model_works_unseen_are_progress(
+    server: SSEServer, mock_clock: trio.testing.MockClock, before: bytes, after: bytes
+) -> None:
+    # The model thinks (display "omitted") or a server tool runs for longer than the timeout:
+    # the API says it is at work only with pings, and the response is not cut short.
+    mock_clock.autojump_threshold = 0.1
+    server.add(Reply([before, *[ping()] * 12, after], interval=1.0))
+    updates = await stream_updates(client_for(server, timeout=5.0))
+    assert updates == decode([before + after])
+    assert isinstance(updates[-1], Finish)
+
+
+async def test_pings_after_the_unseen_work_are_no_progress_again(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    body = message_start() + thinking_block(0, signature="Sig==") + text_block(1, "Hal")
+    server.add(Reply([body, *[ping()] * 20], interval=1.0, ending="stall"))
+    with pytest.raises(ModelTimeoutError, match="without progress"):
+        await stream_updates(client_for(server, timeout=5.0))
 
 
 # -- connections and cancellation ----------------------------------------------------------------

@@ -21,6 +21,8 @@ from anthropic_streams import (
     NO_ARGUMENTS,
     PARALLEL,
     REDACTED,
+    RESULTS,
+    SEARCH,
     SHAPED,
     TEXT,
     THINKING,
@@ -30,6 +32,7 @@ from anthropic_streams import (
     message_end,
     message_of,
     message_start,
+    redacted_block,
     text_block,
     thinking_block,
     tool_block,
@@ -827,3 +830,29 @@ def test_a_thinking_block_the_stream_never_finished_is_reasoning_only() -> None:
     assert message is not None
     assert message.reasoning == "Hm"
     assert THINKING_BLOCKS not in message.provider_data
+
+
+THINKING_START = {"type": "thinking", "thinking": "", "signature": ""}
+
+
+def test_working_while_a_thinking_block_is_open_or_a_server_tool_runs() -> None:
+    # What the read timeout counts pings as progress in: the work the stream does not show.
+    parser, decoder = SSEParser(), AnthropicDecoder()
+    seen: list[bool] = []
+    for piece in (
+        message_start(),
+        event("content_block_start", index=0, content_block=THINKING_START),
+        event("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "S"}),
+        event("content_block_stop", index=0),
+        event("content_block_start", index=1, content_block=SEARCH),
+        event("content_block_stop", index=1),
+        event("content_block_start", index=2, content_block=RESULTS),
+        event("content_block_stop", index=2),
+        redacted_block(3),
+        tool_block(4, "toolu_1", "f", "{}"),
+        message_end(),
+    ):
+        for one in parser.feed(piece):
+            decoder.event(one)
+        seen.append(decoder.working)
+    assert seen == [False, True, True, False, False, True, False, False, False, False, False]

@@ -155,6 +155,11 @@ class AnthropicDecoder:
         reason)."""
         self.paused = False
         """The response ended with ``pause_turn`` and is the client's to continue."""
+        self.working = False
+        """The model is at work on what the stream does not show: a thinking block is open
+        (with ``display: "omitted"`` it stays empty until its signature), or a server tool's
+        block has ended and its result has not started (the tool runs). The API sends only
+        ``ping`` events meanwhile, and they count as progress for the read timeout."""
 
     # -- what the client reads ---------------------------------------------------------------
 
@@ -297,6 +302,7 @@ class AnthropicDecoder:
                 f"content block {index} started without a type: {_preview(json.dumps(data))}"
             )
         kind: str = content["type"]
+        self.working = kind == "thinking"
         block = _Block(kind, dict(content))
         self._blocks[index] = block
         self._order.append(block)
@@ -416,6 +422,8 @@ class AnthropicDecoder:
 
     def _close(self, block: _Block, *, stopped: bool = False) -> list[AgentResponseUpdate]:
         block.open = False
+        # server_tool_use, mcp_tool_use, ...: the API runs the tool now
+        self.working = block.kind not in _MODELLED and block.kind.endswith("tool_use")
         if block.key is not None:
             return self._thinking(block, stopped=stopped)
         if block.call_id is None:
@@ -469,6 +477,7 @@ class AnthropicDecoder:
         for block in self._order:
             if block.open:
                 ended += self._close(block)
+        self.working = False
         if self.stop_reason == PAUSE_TURN and not self._calls and self._continue_pause:
             self.paused = True
             return ended
