@@ -191,6 +191,22 @@ def test_bad_configuration(kwargs: dict[str, Any], match: str) -> None:
         AnthropicChatClient("")
 
 
+@pytest.mark.parametrize(
+    "beta",
+    ["interleaved-thinking-2025-05-14", "files-api-2025-04-14,interleaved-thinking-2025-05-14"],
+)
+def test_interleaved_thinking_may_have_a_budget_above_max_tokens(beta: str) -> None:
+    # With interleaved thinking the budget is the whole context window, not max_tokens (the
+    # API's extended-thinking docs say so).
+    thinking = {"type": "enabled", "budget_tokens": 16000}
+    model = AnthropicChatClient(
+        "claude-x", max_tokens=4096, thinking=thinking, headers={"Anthropic-Beta": beta}
+    )
+    assert model.request_body(USER)["thinking"] == thinking
+    model.max_tokens = 1024
+    assert model.request_body(USER)["max_tokens"] == 1024
+
+
 def test_adaptive_thinking_needs_no_budget() -> None:
     model = AnthropicChatClient("claude-x", thinking={"type": "adaptive"})
     assert model.request_body(USER)["thinking"] == {"type": "adaptive"}

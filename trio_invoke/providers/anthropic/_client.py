@@ -142,6 +142,15 @@ def _version(_: object, __: attrs.Attribute[Any], value: object) -> None:
         raise ConfigurationError(f"anthropic_version must be a non-empty string, got {value!r}")
 
 
+def _interleaved(headers: Mapping[str, str]) -> bool:
+    """Interleaved thinking is on (an ``anthropic-beta`` header names it): its budget is the
+    whole context window, and may be above ``max_tokens``."""
+    return any(
+        name.lower() == "anthropic-beta" and "interleaved-thinking" in value
+        for name, value in headers.items()
+    )
+
+
 @attrs.define(eq=False, repr=False, field_transformer=reconfigurable)
 class AnthropicChatClient(Pooled):
     """A :class:`ChatClient` for Anthropic's Messages API.
@@ -176,7 +185,9 @@ class AnthropicChatClient(Pooled):
         max_tokens: The most tokens a response may generate (the API requires the field).
             Default 4096. ``RunOptions(model_options={"max_tokens": ...})`` overrides it per run.
         thinking: Extended thinking, shaped as the API's ``thinking`` field:
-            ``{"type": "enabled", "budget_tokens": 4000}`` (the budget below ``max_tokens``),
+            ``{"type": "enabled", "budget_tokens": 4000}`` (the budget below ``max_tokens``,
+            unless ``headers`` turn on interleaved thinking:
+            ``{"anthropic-beta": "interleaved-thinking-2025-05-14"}``),
             ``{"type": "adaptive"}`` on models that decide themselves, or ``None`` (the
             default) to leave it out. Sent as it is.
         anthropic_version: The ``anthropic-version`` header, default ``"2023-06-01"``. Beta
@@ -209,7 +220,8 @@ class AnthropicChatClient(Pooled):
     Raises:
         ConfigurationError: an empty model name, a ``base_url`` that is not an http(s) URL (or
             ends in ``/v1``), ``max_tokens`` below 1, a ``thinking`` that is not shaped as the
-            API's (or whose ``budget_tokens`` is not below ``max_tokens``), a timeout or retry
+            API's (or whose ``budget_tokens`` is not below ``max_tokens``, without interleaved
+            thinking), a timeout or retry
             setting that is negative, NaN or not a number, ``model_options`` that set a field
             the client owns, an ``http_client`` that is not an ``httpx2.AsyncClient``, or an
             API key or header that cannot go in an HTTP header (a newline, whitespace around it,
@@ -273,19 +285,23 @@ class AnthropicChatClient(Pooled):
         derive(self, "max_retry_delay", float(self.max_retry_delay))
         derive(self, "url", endpoint(self.base_url, "/v1/messages"))
         derive(self, "provider_name", gen_ai_provider(self.base_url, "anthropic"))
+        defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
+        key = {"x-api-key": self._api_key} if self._api_key else {}
+        headers = merged_headers(defaults, self._extra_headers, key)
+        derive(self, "_headers", headers)
         thinking = self.thinking
         if (
             thinking is not None
             and thinking["type"] == "enabled"
             and thinking["budget_tokens"] >= self.max_tokens
+            and not _interleaved(headers)
         ):
             raise ConfigurationError(
                 f"thinking budget_tokens ({thinking['budget_tokens']}) must be below "
-                f"max_tokens ({self.max_tokens}): the thinking counts towards max_tokens"
+                f"max_tokens ({self.max_tokens}): the thinking counts towards max_tokens "
+                "(with interleaved thinking, the anthropic-beta header "
+                "interleaved-thinking-2025-05-14, it may be above)"
             )
-        defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
-        key = {"x-api-key": self._api_key} if self._api_key else {}
-        derive(self, "_headers", merged_headers(defaults, self._extra_headers, key))
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
