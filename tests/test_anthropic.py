@@ -16,7 +16,6 @@ from anthropic_streams import (
     CACHED,
     PARALLEL,
     RESULTS,
-    SEARCH,
     SHAPED,
     TEXT,
     THINKING,
@@ -31,6 +30,7 @@ from anthropic_streams import (
     thinking_block,
     tool_block,
 )
+from anthropic_streams import SEARCH as SERVER_SEARCH
 from recorded import recorded, recorded_json
 from sse_server import (
     Reply,
@@ -408,7 +408,7 @@ OMITTED = {"type": "thinking", "thinking": "", "signature": ""}
 """A thinking block with ``display: "omitted"`` (the default on Claude Opus 4.7): it starts
 empty, the API sends only ``ping`` events while the model thinks, then the signature."""
 SEARCHING = (  # a server tool (web search, code execution) ran; the API pings until its result
-    event("content_block_start", index=0, content_block=SEARCH)
+    event("content_block_start", index=0, content_block=SERVER_SEARCH)
     + event(
         "content_block_delta",
         index=0,
