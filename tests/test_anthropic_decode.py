@@ -275,6 +275,30 @@ def test_calls_make_the_reason_tool_calls(stop_reason: str) -> None:
     assert decode([raw])[-1].finish_reason is FinishReason.TOOL_CALLS
 
 
+def test_a_refused_response_with_calls_is_content_filter() -> None:
+    # The streaming classifier stopped the response after a tool_use block (the shape of
+    # anthropic-sdk-python's tests/fixtures/fable-fallback/stream-a-toolrefusal.sse, with a
+    # client tool): the API says a refused turn must be reset, not answered, so the Finish
+    # says it was refused, as the OpenAI client keeps content_filter with calls.
+    stop = event(
+        "message_delta",
+        delta={
+            "stop_reason": "refusal",
+            "stop_sequence": None,
+            "stop_details": {"type": "refusal", "category": None, "explanation": None},
+        },
+        usage={"input_tokens": 28, "output_tokens": 106},
+    ) + event("message_stop")
+    for calls in (
+        tool_block(0, "toolu_1", "f", '{"q": "x"}'),
+        tool_block(0, "toolu_1", "f", '{"q": "x', stop=False),
+    ):
+        raw = message_start() + calls + text_block(1, "Here is") + stop
+        updates = decode([raw])
+        assert ToolCallEnd("toolu_1") in updates
+        assert updates[-1] == Finish(FinishReason.CONTENT_FILTER, Usage(28, 106))
+
+
 def test_an_unknown_stop_reason_is_stop() -> None:
     raw = message_start() + text_block(0, "x") + message_end("something_new")
     assert decode([raw])[-1].finish_reason is FinishReason.STOP

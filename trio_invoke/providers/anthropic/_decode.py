@@ -82,6 +82,7 @@ STOP_REASONS: Final = {
 """The API's stop reasons and what they mean here; ``pause_turn`` is the client's to handle
 (see :attr:`AnthropicDecoder.paused`), and an unknown reason is ``STOP``."""
 PAUSE_TURN: Final = "pause_turn"
+REFUSAL: Final = "refusal"
 _MODELLED: Final = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
 """The block types the decoder turns into updates: a delta of a known type that does not fit
 one of these is a broken stream. A delta on a block of any other type is never fatal."""
@@ -481,7 +482,11 @@ class AnthropicDecoder:
         if self.stop_reason == PAUSE_TURN and not self._calls and self._continue_pause:
             self.paused = True
             return ended
-        if self._calls:
+        if self.stop_reason == REFUSAL:
+            # Even with calls: the API's classifier stopped the response, and a refused turn
+            # is to be reset, not answered (as the OpenAI client keeps content_filter).
+            reason = FinishReason.CONTENT_FILTER
+        elif self._calls:
             reason = FinishReason.TOOL_CALLS
         elif self.stop_reason == PAUSE_TURN:
             reason = FinishReason.LENGTH  # a paused turn no one continues is unfinished
