@@ -711,7 +711,9 @@ def test_any_generated_stream_under_any_split(
     assert message.text == "".join(texts)
     assert list(message.tool_calls or ()) == calls
     assert message.reasoning == ("".join(thoughts) or None)
-    if calls:
+    if stop_reason == "refusal":
+        assert updates[-1].finish_reason is FinishReason.CONTENT_FILTER
+    elif calls:
         assert updates[-1].finish_reason is FinishReason.TOOL_CALLS
 
 
