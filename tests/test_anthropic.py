@@ -249,6 +249,23 @@ async def test_recorded_streams_cut_mid_line_and_mid_character(
     assert await stream_updates(client_for(server)) == decode([raw])
 
 
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"data: [DONE]\n\n",  # what some proxies in front of the API append
+        error_event("api_error", "late"),
+    ],
+)
+@pytest.mark.parametrize("together", [True, False])
+async def test_what_follows_message_stop_is_ignored_in_any_piece(
+    server: SSEServer, tail: bytes, together: bool
+) -> None:
+    # The response is whole at message_stop: what comes after it changes nothing, whether it
+    # arrives in the piece that ends the response or in a later one.
+    server.add(Reply([TEXT + tail] if together else [TEXT, tail]))
+    assert await stream_updates(client_for(server)) == decode([TEXT])
+
+
 async def test_crlf_line_ends(server: SSEServer) -> None:
     server.add(Reply(cut(TEXT.replace(b"\n", b"\r\n"), 3)))
     assert await stream_updates(client_for(server)) == decode([TEXT])

@@ -606,6 +606,8 @@ def test_a_body_that_ends_after_the_stop_reason_without_message_stop_is_complete
 def test_nothing_counts_after_message_stop() -> None:
     raw = TEXT + text_block(5, "late") + message_end("max_tokens")
     assert decode([raw]) == decode([TEXT])
+    for junk in (b"data: [DONE]\n\n", event("error", error={"type": "x", "message": "y"})):
+        assert outcome([TEXT + junk]) == decode([TEXT])
 
 
 @pytest.mark.parametrize(

@@ -196,6 +196,10 @@ class AnthropicDecoder:
     def event(self, event: ServerSentEvent) -> list[AgentResponseUpdate]:
         """The updates of one server-sent event."""
         self.events += 1
+        if self.finished:
+            # Nothing counts after message_stop, whatever it is (a proxy's "[DONE]", a late
+            # error): the response is whole, and the same in whichever piece this came.
+            return []
         try:
             data = json.loads(event.data)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
@@ -216,8 +220,6 @@ class AnthropicDecoder:
                 f"the server reported an error in the stream: {named}{message}",
                 error_type=error_type,
             )
-        if self.finished:
-            return []  # nothing counts after message_stop
         if kind == "message_start":
             return self._message_start(data)
         if kind == "content_block_start":
