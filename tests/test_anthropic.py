@@ -14,6 +14,7 @@ import trio
 import trio.testing
 from anthropic_streams import (
     CACHED,
+    INTERLEAVED,
     PARALLEL,
     RESULTS,
     SHAPED,
@@ -66,6 +67,7 @@ from trio_invoke import (
     tool,
 )
 from trio_invoke._updates import AgentResponseUpdate
+from trio_invoke.providers.anthropic._decode import AnthropicDecoder
 from trio_invoke.testing import assert_transcript_valid
 
 USER = [ChatMessage.user("What's the weather in Paris?")]
@@ -926,6 +928,24 @@ async def test_redacted_blocks_go_back_in_the_next_round(nursery: trio.Nursery) 
         "redacted_thinking",
         "tool_use",
     ]
+
+
+async def test_interleaved_thinking_goes_back_in_its_places(nursery: trio.Nursery) -> None:
+    # One response with thinking between its text and calls (interleaved thinking): the next
+    # round sends it back block for block as it came.
+    server = SSEServer(check=anthropic_like)
+    await nursery.start(server.serve)
+    server.add(Reply(cut(INTERLEAVED, 9)), Reply([TEXT]))
+    agent = FunctionInvokingChatClient(client_for(server, thinking=THINK), [get_weather, get_time])
+    with trio.fail_after(20):
+        response = await agent.get_response(USER)
+    assert response.finish_reason is FinishReason.STOP
+    decoder = AnthropicDecoder()
+    decode([INTERLEAVED], decoder)
+    assert server.requests[1].json["messages"][1] == {
+        "role": "assistant",
+        "content": decoder.blocks,
+    }
 
 
 async def test_without_its_thinking_blocks_the_api_refuses_round_two(nursery: trio.Nursery) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from anthropic_streams import (
     CACHED,
+    INTERLEAVED,
     MCP,
     MCP_RESULT,
     MCP_USE,
@@ -470,6 +471,23 @@ def test_blocks_are_the_content_as_the_api_returns_it() -> None:
         },
         {"type": "tool_use", "id": "toolu_01X", "name": "get_weather", "input": {"city": "Paris"}},
     ]
+
+
+@pytest.mark.parametrize(
+    "raw", [INTERLEAVED, THINKING, REDACTED], ids=["interleaved", "front", "redacted"]
+)
+def test_thinking_goes_back_where_it_was_among_the_text_and_the_calls(raw: bytes) -> None:
+    # The API refuses thinking blocks of the latest assistant message moved or changed ("you
+    # cannot rearrange or modify the sequence of these blocks"): each goes back where it came,
+    # between the calls too (interleaved thinking streams it there; other implementations'
+    # tests stream [thinking, tool_use, thinking, tool_use] responses).
+    decoder = AnthropicDecoder()
+    message = message_of(decode([raw], decoder))
+    assert message is not None
+    stored = ChatMessage.from_dict(json.loads(json.dumps(message.to_dict())))
+    for sent in (message, stored):
+        _, wire = wire_conversation([ChatMessage.user("?"), sent])
+        assert wire[1]["content"] == decoder.blocks
 
 
 def test_max_tokens_inside_a_tool_call_ends_the_call_with_what_came() -> None:

@@ -409,10 +409,12 @@ class _Turn:
         self._response: httpx2.Response | None = None
         self._stream: SSEStream | None = None
 
-    def _new_decoder(self) -> AnthropicDecoder:
+    def _new_decoder(self, after: AnthropicDecoder | None = None) -> AnthropicDecoder:
         more = self._continuations < self._client.max_continuations
         prefix = f"{self._continuations}." if self._continuations else ""
-        return AnthropicDecoder(key_prefix=prefix, continue_pause=more, facts=RESPONSE_FACTS.get())
+        return AnthropicDecoder(
+            key_prefix=prefix, continue_pause=more, facts=RESPONSE_FACTS.get(), after=after
+        )
 
     async def start(self) -> None:
         self._response, self._stream = await self._client._open(
@@ -454,7 +456,7 @@ class _Turn:
             messages.append({"role": "assistant", "content": blocks})
         self._body = {**self._body, "messages": messages}
         self._continuations += 1
-        self._decoder = self._new_decoder()
+        self._decoder = self._new_decoder(paused)
         await self.start()
 
     async def aclose(self) -> None:

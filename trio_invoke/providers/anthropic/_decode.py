@@ -19,8 +19,10 @@ turns them into updates:
   kept, as the API refuses a conversation with an unsigned one); a ``redacted_thinking`` block
   (whole in its start) into one such piece.
   The assistant message then carries ``provider_data["thinking_blocks"]``: the blocks exactly as
-  the API sent them, which go back unchanged in later requests of the tool loop (the API checks
-  their signatures, and refuses a tool loop without them when thinking is on);
+  the API sent them (and, for a block that came after text or calls, its place in
+  ``provider_data["thinking_places"]``), which go back unchanged in later requests of the
+  tool loop (the API checks their signatures, and refuses a tool loop without them when
+  thinking is on);
 * ``message_delta`` and ``message_stop`` into one ``Finish`` with the stop reason and the
   usage (``message_delta``'s counts are cumulative: the last one counts, never a sum; with
   ``iterations``, the sum of the passes it lists);
@@ -64,6 +66,7 @@ from .._sse import ServerSentEvent
 __all__ = [
     "STOP_REASONS",
     "THINKING_BLOCKS",
+    "THINKING_PLACES",
     "AnthropicDecoder",
     "error_description",
     "error_message",
@@ -71,6 +74,11 @@ __all__ = [
 
 THINKING_BLOCKS: Final = "thinking_blocks"
 """The ``provider_data`` field of an assistant message that holds its thinking blocks."""
+THINKING_PLACES: Final = "thinking_places"
+"""The ``provider_data`` field that says where a thinking block came that did not come before
+the text and the calls: ``{"block": n, "after_calls": calls, "after_text": bool}``, ``n`` its
+place in ``thinking_blocks``, ``calls`` how many ``tool_use`` blocks came before it (interleaved
+thinking). A block with no entry came first."""
 STOP_REASONS: Final = {
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,
@@ -106,6 +114,8 @@ class _Block:
     key: str | None = None
     """For a ``thinking`` block: the key of its ``ProviderDataDelta``, which goes out whole
     when the block is complete."""
+    place: tuple[int, bool] = (0, False)
+    """For a thinking block: how many calls, and whether text, came before it."""
     json: list[str] = attrs.field(factory=list)
     """The ``input_json_delta`` pieces (of a ``tool_use`` block, or of a block the decoder does
     not model: ``server_tool_use``, ``mcp_tool_use``, ...)."""
@@ -122,6 +132,8 @@ class AnthropicDecoder:
     Args:
         key_prefix: Prefixes the keys of the ``thinking_blocks`` pieces, so that the blocks of
             the responses of one paused and continued turn stay apart (their indices restart).
+        after: The decoder of the paused response this one continues: its thinking blocks and
+            text come first in the turn's message (see ``THINKING_PLACES``).
         continue_pause: Whether a ``pause_turn`` stop is left to the client to continue (no
             ``Finish``: :attr:`paused` says so). ``False``: the response ends with
             ``Finish(LENGTH)``, the turn unfinished. A paused response that called tools ends
@@ -134,6 +146,7 @@ class AnthropicDecoder:
         key_prefix: str = "",
         continue_pause: bool = True,
         facts: ResponseFacts | None = None,
+        after: AnthropicDecoder | None = None,
     ) -> None:
         self.facts = facts
         """Takes the ``id`` and ``model`` of ``message_start``'s message."""
@@ -142,6 +155,10 @@ class AnthropicDecoder:
         self._blocks: dict[int, _Block] = {}
         self._order: list[_Block] = []
         self._calls = 0
+        self.kept: int = after.kept if after is not None else 0
+        """How many thinking blocks of the turn went out (``ProviderDataDelta``) so far."""
+        self.texted: bool = after.texted if after is not None else False
+        """Text of the turn went out."""
         self._started = False
         self._input = (0, 0, 0)  # input, cache read, cache creation, as message_start said
         self._output = 0
@@ -311,9 +328,13 @@ class AnthropicDecoder:
         self._order.append(block)
         if kind == "text":
             text = content.get("text")
-            return [TextDelta(text)] if isinstance(text, str) and text else []
+            if isinstance(text, str) and text:
+                self.texted = True
+                return [TextDelta(text)]
+            return []
         if kind == "tool_use":
             return self._tool_start(index, block, content)
+        block.place = (self._calls, self.texted)
         if kind == "thinking":
             # The block itself goes out whole at its content_block_stop (see _close).
             thinking, signature = content.get("thinking"), content.get("signature")
@@ -323,7 +344,8 @@ class AnthropicDecoder:
             return [ReasoningDelta(thinking)] if thinking else []
         if kind == "redacted_thinking":
             try:
-                return [ProviderDataDelta(THINKING_BLOCKS, self._key(index), update=content)]
+                piece = ProviderDataDelta(THINKING_BLOCKS, self._key(index), update=content)
+                return self._kept(block, piece)
             except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
                 raise ModelResponseError(
                     f"the server sent a redacted_thinking block that is not JSON ({exc})"
@@ -373,7 +395,10 @@ class AnthropicDecoder:
         if kind == "text_delta":
             text = self._piece(delta, "text", block, ("text",))
             block.raw["text"] = block.raw.get("text", "") + text
-            return [TextDelta(text)] if text else []
+            if not text:
+                return []
+            self.texted = True
+            return [TextDelta(text)]
         if kind == "input_json_delta":
             piece = self._piece(delta, "partial_json", block, ("tool_use",))
             block.json.append(piece)
@@ -440,8 +465,16 @@ class AnthropicDecoder:
         updates.append(ToolCallEnd(block.call_id))
         return updates
 
-    @staticmethod
-    def _thinking(block: _Block, *, stopped: bool) -> list[AgentResponseUpdate]:
+    def _kept(self, block: _Block, piece: ProviderDataDelta) -> list[AgentResponseUpdate]:
+        """A thinking block's piece, and where it came if not first (``THINKING_PLACES``)."""
+        position, self.kept = self.kept, self.kept + 1
+        calls, texted = block.place
+        if not (calls or texted):
+            return [piece]
+        place = {"block": position, "after_calls": calls, "after_text": texted}
+        return [piece, ProviderDataDelta(THINKING_PLACES, piece.key, update=place)]
+
+    def _thinking(self, block: _Block, *, stopped: bool) -> list[AgentResponseUpdate]:
         """A ``thinking`` block's one ``ProviderDataDelta``, once the block is whole: at its
         ``content_block_stop``, or at the end of the response if its signature came. The API
         checks the signature of every thinking block sent back, earlier turns' too, so a
@@ -450,14 +483,13 @@ class AnthropicDecoder:
         thinking, signature = block.raw["thinking"], block.raw["signature"]
         if block.key is None or not (stopped or signature):
             return []
-        return [
-            ProviderDataDelta(
-                THINKING_BLOCKS,
-                block.key,
-                update={"type": "thinking"},
-                extend={"thinking": thinking, "signature": signature},
-            )
-        ]
+        piece = ProviderDataDelta(
+            THINKING_BLOCKS,
+            block.key,
+            update={"type": "thinking"},
+            extend={"thinking": thinking, "signature": signature},
+        )
+        return self._kept(block, piece)
 
     def _message_delta(self, data: Mapping[str, Any]) -> None:
         delta = data.get("delta")
