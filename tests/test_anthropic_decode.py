@@ -902,3 +902,18 @@ def test_working_while_a_thinking_block_is_open_or_a_server_tool_runs() -> None:
             decoder.event(one)
         seen.append(decoder.working)
     assert seen == [False, True, True, False, False, True, False, False, False, False, False]
+
+
+def test_a_continued_responses_thinking_is_placed_after_what_the_paused_one_kept() -> None:
+    paused = AnthropicDecoder()
+    raw = message_start() + thinking_block(0, "a", signature="S0") + text_block(1, "Searching.")
+    first = decode([raw + message_end("pause_turn")], paused)
+    more = AnthropicDecoder(key_prefix="1.", after=paused)
+    rest = decode([message_start() + thinking_block(0, "b", signature="S1") + message_end()], more)
+    message = message_of([*first, *rest])
+    assert message is not None
+    assert message.provider_data["thinking_places"] == [
+        {"block": 1, "after_calls": 0, "after_text": True}
+    ]
+    _, wire = wire_conversation([ChatMessage.user("?"), message])
+    assert [b["type"] for b in wire[1]["content"]] == ["thinking", "text", "thinking"]
