@@ -461,8 +461,18 @@ AFTER_THINKING = (
             AFTER_THINKING,
         ),
         (message_start() + SEARCHING, AFTER_SEARCH),
+        (  # the API buffers a long parameter value whole (no fine-grained tool streaming)
+            message_start() + tool_block(0, "toolu_1", "make_file", stop=False),
+            event(
+                "content_block_delta",
+                index=0,
+                delta={"type": "input_json_delta", "partial_json": '{"lines": ["a", "b"]}'},
+            )
+            + event("content_block_stop", index=0)
+            + message_end("tool_use"),
+        ),
     ],
-    ids=["omitted-thinking", "server-tool"],
+    ids=["omitted-thinking", "server-tool", "buffered-tool-input"],
 )
 async def test_pings_while_the_model_works_unseen_are_progress(
     server: SSEServer, mock_clock: trio.testing.MockClock, before: bytes, after: bytes

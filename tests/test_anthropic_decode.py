@@ -881,7 +881,7 @@ def test_a_thinking_block_the_stream_never_finished_is_reasoning_only() -> None:
 THINKING_START = {"type": "thinking", "thinking": "", "signature": ""}
 
 
-def test_working_while_a_thinking_block_is_open_or_a_server_tool_runs() -> None:
+def test_working_while_a_thinking_or_tool_block_is_open_or_a_server_tool_runs() -> None:
     # What the read timeout counts pings as progress in: the work the stream does not show.
     parser, decoder = SSEParser(), AnthropicDecoder()
     seen: list[bool] = []
@@ -901,7 +901,14 @@ def test_working_while_a_thinking_block_is_open_or_a_server_tool_runs() -> None:
         for one in parser.feed(piece):
             decoder.event(one)
         seen.append(decoder.working)
-    assert seen == [False, True, True, False, False, True, False, False, False, False, False]
+    assert seen == [False, True, True, False, True, True, False, False, False, False, False]
+    parser, decoder = SSEParser(), AnthropicDecoder()
+    seen = []
+    for piece in (message_start(), tool_block(0, "toolu_1", "f", stop=False), message_end()):
+        for one in parser.feed(piece):
+            decoder.event(one)
+        seen.append(decoder.working)
+    assert seen == [False, True, False]
 
 
 def test_a_continued_responses_thinking_is_placed_after_what_the_paused_one_kept() -> None:

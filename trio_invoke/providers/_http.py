@@ -364,8 +364,8 @@ class EventDecoder(Protocol):
     @property
     def working(self) -> bool:
         """The model is at work on what the stream does not show yet (Anthropic: a thinking
-        block with its text omitted, a server tool running): the server sends only
-        keep-alives then, and any piece of the body counts as progress."""
+        block with its text omitted, a tool's input buffered, a server tool running): the
+        server sends only keep-alives then, and any piece of the body counts as progress."""
 
     def event(self, event: ServerSentEvent) -> list[AgentResponseUpdate]:
         """The updates in one event. Raises ``ModelResponseError`` for a broken stream."""

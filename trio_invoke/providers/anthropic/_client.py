@@ -195,8 +195,9 @@ class AnthropicChatClient(Pooled):
         timeout: Seconds, an ``httpx2.Timeout``, or ``None`` for no timeout; applies to every
             request. The read timeout bounds each silence within a response, including the wait
             for the first token, and the time a response may go without progress (``ping``
-            events do not count, but while a thinking block is open or a server tool runs,
-            when the API sends nothing else). Default: 10 s to connect, 120 s for the rest.
+            events do not count, but while a thinking or tool use block is open or a server
+            tool runs, when the API sends nothing else). Default: 10 s to connect, 120 s for
+            the rest.
         max_retries: How often to retry a request that failed before any of its response was
             read: HTTP 429, 529 (``overloaded_error``) and other 5xx, and connection failures.
             Default 2.

@@ -175,9 +175,11 @@ class AnthropicDecoder:
         """The response ended with ``pause_turn`` and is the client's to continue."""
         self.working = False
         """The model is at work on what the stream does not show: a thinking block is open
-        (with ``display: "omitted"`` it stays empty until its signature), or a server tool's
-        block has ended and its result has not started (the tool runs). The API sends only
-        ``ping`` events meanwhile, and they count as progress for the read timeout."""
+        (with ``display: "omitted"`` it stays empty until its signature), a tool use block is
+        open (without fine-grained tool streaming the API buffers each parameter value whole),
+        or a server tool's block has ended and its result has not started (the tool runs). The
+        API sends only ``ping`` events meanwhile, and they count as progress for the read
+        timeout."""
 
     # -- what the client reads ---------------------------------------------------------------
 
@@ -322,7 +324,7 @@ class AnthropicDecoder:
                 f"content block {index} started without a type: {_preview(json.dumps(data))}"
             )
         kind: str = content["type"]
-        self.working = kind == "thinking"
+        self.working = kind == "thinking" or kind.endswith("tool_use")
         block = _Block(kind, dict(content))
         self._blocks[index] = block
         self._order.append(block)
