@@ -914,12 +914,13 @@ async def test_an_http_server_that_dies_mid_call(log: Log) -> None:
 
 
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
-async def test_an_http_server_gone_while_idle_is_not_available_from_the_first_call_that_finds_it(
+async def test_an_http_server_gone_while_idle_is_connected_to_again_once_it_is_back(
     log: Log, http_servers: list[HTTPServer], protocol: str
 ) -> None:
     # Nothing tells an idle HTTP client that its server went away: the first request that
-    # finds it gone does, and from then on the server is not available -- `available` says
-    # so, and every later call, run and listing is answered at once.
+    # finds it gone does (it may have reached the server: it is not sent again). While the
+    # server is down, every later call, run and listing is answered "not available" at once;
+    # once it is back on its port, the next call connects again by itself and is answered.
     http = HTTPServer(log)
     http_servers.append(http)
     calls = [("c1", "add", {"a": 1, "b": 2}), ("c2", "echo", {"text": "hi"})]
@@ -941,45 +942,270 @@ async def test_an_http_server_gone_while_idle_is_not_available_from_the_first_ca
                 )
                 with pytest.raises(MCPConnectionError, match="not available"):
                     await server.refresh_tools()
+            port = http.port
+            http_servers.append(await trio.to_thread.run_sync(lambda: HTTPServer(log, port=port)))
+            assert await add.execute({"a": 2, "b": 2}) == "4"  # connected again
+            assert server.available
+            again = await run_to_completion(
+                FunctionInvokingChatClient(
+                    ScriptedChatClient([calls_response(*calls), answer()]), server.tools
+                ),
+                USER,
+            )
+            # and the new connection follows tool list changes
+            assert await by_remote(server)["add_tool"].execute({"name": "new"}) == "added new"
+            await wait_for_tool(server, "new")
     assert str(later.value) == (
-        "MCP server 'test-server' is not available: the HTTP connection ended"
+        "MCP server 'test-server' is not available: the HTTP connection ended (connecting "
+        f"again failed: nothing takes connections at {http.url})"
     )
     for outcome in called(result.updates).values():
         assert outcome.result == f"Error: {later.value}"
+    assert {c: (u.result, u.is_error) for c, u in called(again.updates).items()} == {
+        "c1": ("3", False),
+        "c2": ("hi", False),
+    }
+    assert_transcript_valid(again.messages)
 
 
-async def test_an_http_server_that_no_longer_knows_the_session_is_not_available(
+async def test_an_http_server_that_no_longer_knows_the_session_gets_a_new_one(
     log: Log, http_servers: list[HTTPServer]
 ) -> None:
     # The MCP spec (streamable HTTP): a 404 to a request with an Mcp-Session-Id means the
-    # session is gone, and the client "MUST start a new session". trio_invoke starts none
-    # behind your back (the README: re-enter to reconnect): the server is lost, says why, and
-    # entering it again starts the new session.
+    # session is gone, and the client "MUST start a new session". The server refused the
+    # call (it was not run), so the call goes to the new session: it runs once, and the
+    # calls after it too, without leaving the block.
     http = HTTPServer(log)
     http_servers.append(http)
-    model = ScriptedChatClient([calls_response(("c1", "add", {"a": 1, "b": 2})), answer()])
+    model = ScriptedChatClient(
+        [
+            calls_response(("c1", "record", {"text": "after"}), ("c2", "add", {"a": 1, "b": 2})),
+            answer(),
+        ]
+    )
     with trio.fail_after(ENTER):
         async with MCPServer.http(http.url, protocol="legacy") as server:
-            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+            assert await by_remote(server)["record"].execute({"text": "before"}) == (
+                "recorded before"
+            )
             http.kill()
             http_servers.append(HTTPServer(log, port=http.port))  # restarted where it was
-            with trio.fail_after(5), pytest.raises(MCPToolError) as first:
-                await by_remote(server)["add"].execute({"a": 1, "b": 2})
-            assert not server.available
-            with trio.fail_after(1):  # at once
-                with pytest.raises(MCPToolError) as later:
-                    await by_remote(server)["add"].execute({"a": 1, "b": 2})
-                result = await run_to_completion(
-                    FunctionInvokingChatClient(model, server.tools), USER
-                )
-        async with server:  # a new session
+            result = await run_to_completion(FunctionInvokingChatClient(model, server.tools), USER)
+            assert server.available
+            assert await by_remote(server)["add"].execute({"a": 2, "b": 2}) == "4"
+        async with server:  # and entering again starts one too
             assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
-    gone = (
-        "MCP server 'test-server' is not available: the server ended the session (it answered "
-        "HTTP 404 to its id: did it restart?)"
+    assert {c: u.result for c, u in called(result.updates).items()} == {
+        "c1": "recorded after",
+        "c2": "3",
+    }
+    assert [e["text"] for e in log.events("recorded")] == ["before", "after"]  # each once
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_http_server_restarted_with_other_tools(
+    log: Log, http_servers: list[HTTPServer], protocol: str
+) -> None:
+    # Back with a tool removed and others added: the connection made again lists the tools
+    # anew, so `server.tools` is the new server's; a run that kept the old list and calls the
+    # removed tool gets the server's own error result naming it, and its other calls run.
+    http = HTTPServer(log, "--extra-tools", "2")
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol=protocol, prefix="s") as server:
+            old_tools = server.tools
+            assert {"tool_0", "tool_1"} <= set(by_remote(server))
+            http.kill()
+            with trio.fail_after(5), pytest.raises(MCPToolError):
+                await by_remote(server)["add"].execute({"a": 1, "b": 2})  # finds it gone
+            port = http.port
+            http_servers.append(
+                await trio.to_thread.run_sync(
+                    lambda: HTTPServer(log, "--extra-tools", "1", "--odd-names", port=port)
+                )
+            )
+            model = ScriptedChatClient(
+                [
+                    calls_response(("c1", "s_tool_1", {}), ("c2", "s_tool_0", {})),
+                    answer(),
+                ]
+            )
+            result = await run_to_completion(FunctionInvokingChatClient(model, old_tools), USER)
+            assert set(by_remote(server)) == BASE_TOOLS | {"tool_0", "files.read.v2", "x" * 100}
+            assert server.remote_names["s_files_read_v2"] == "files.read.v2"
+            assert await by_remote(server)["files.read.v2"].execute({}) == "dotted"
+    results = called(result.updates)
+    assert results["c1"].is_error
+    assert "tool_1" in results["c1"].result
+    assert (results["c2"].result, results["c2"].is_error) == ("tool 0", False)
+    assert_transcript_valid(result.messages)
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_many_calls_when_an_http_server_dies_then_the_next_run_works(
+    log: Log, http_servers: list[HTTPServer], protocol: str
+) -> None:
+    # 20 calls running when the server is killed: each gets exactly one result (an error
+    # naming the server), none hangs, the run ends with a valid transcript; the server comes
+    # back on its port and the next run's calls are answered, without leaving the block.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    calls = [(f"c{i}", "slow", {"seconds": 30, "tag": str(i)}) for i in range(20)]
+    model = ScriptedChatClient([calls_response(*calls), answer()])
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol=protocol) as server:
+            client = FunctionInvokingChatClient(model, server.tools)
+
+            async def kill() -> None:
+                await log.wait_for(lambda log: len(log.events("call")) == len(calls))
+                http.kill()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(kill)
+                with trio.fail_after(10):
+                    result = await run_to_completion(client, USER)
+            port = http.port
+            http_servers.append(await trio.to_thread.run_sync(lambda: HTTPServer(log, port=port)))
+            later = [(f"l{i}", "add", {"a": i, "b": 1}) for i in range(20)]
+            again = await run_to_completion(
+                FunctionInvokingChatClient(
+                    ScriptedChatClient([calls_response(*later), answer()]), server.tools
+                ),
+                USER,
+            )
+    tool_messages = [m for m in result.messages if m.role.value == "tool"]
+    assert len(tool_messages) == len(calls)
+    results = called(result.updates)
+    assert set(results) == {c[0] for c in calls}
+    for outcome in results.values():
+        assert outcome.is_error
+        assert "MCP server 'test-server'" in outcome.result
+    assert_transcript_valid(result.messages)
+    assert {c: u.result for c, u in called(again.updates).items()} == {
+        f"l{i}": str(i + 1) for i in range(20)
+    }
+
+
+async def test_connecting_again_to_a_server_that_hangs_is_bounded(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # Back on its port but answering nothing: a call waits for the new connection no longer
+    # than its own timeout (it was not sent), and one without a timeout gets "not available"
+    # after init_timeout; leaving the block while the connection is being made ends it at
+    # once, a call waiting for it gets an error result, and nothing is left running.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    waiting: list[BaseException] = []
+    server = MCPServer.http(http.url, init_timeout=1.5, timeout=0.5)
+
+    async def wait_for_it(add: MCPTool) -> None:
+        try:
+            await add.execute({"a": 1, "b": 2})
+        except MCPToolError as exc:
+            waiting.append(exc)
+
+    with trio.fail_after(ENTER):
+        async with trio.open_nursery() as listener, trio.open_nursery() as nursery:
+            async with server:
+                add = by_remote(server)["add"]
+                http.kill()
+                with trio.fail_after(5), pytest.raises(MCPToolError) as first:
+                    await add.execute({"a": 1, "b": 2})  # finds it gone
+                await listener.start(hold_silently, http.port)
+                with trio.fail_after(2), pytest.raises(MCPTimeoutError) as timed_out:
+                    await add.execute({"a": 1, "b": 2})
+                server.timeout = None
+                with trio.fail_after(3), pytest.raises(MCPToolError) as slow:
+                    await add.execute({"a": 1, "b": 2})
+                server.init_timeout = 60
+                nursery.start_soon(wait_for_it, add)
+                while server._attempt is None:  # noqa: ASYNC110 -- a real connection
+                    await trio.sleep(0.02)
+                await trio.sleep(0.2)
+                left = trio.current_time()
+            assert trio.current_time() - left < 2
+            with trio.fail_after(2):
+                while not waiting:  # noqa: ASYNC110
+                    await trio.sleep(0.02)
+            listener.cancel_scope.cancel()
+    assert "ended while the call was running" in str(first.value)
+    assert "timed out after 0.5 s while connecting again" in str(timed_out.value)
+    assert "the call was not sent" in str(timed_out.value)
+    assert "did not finish the handshake and list its tools within init_timeout=1.5 s" in str(
+        slow.value
     )
-    assert str(first.value) == str(later.value) == gone
-    assert called(result.updates)["c1"].result == f"Error: {gone}"
+    assert "is not available: it was closed" in str(waiting[0])
+    assert not server.available
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_leaving_the_block_while_an_http_server_hangs_is_bounded(
+    log: Log, http_servers: list[HTTPServer], protocol: str
+) -> None:
+    # The server stops answering (its port still takes connections): calls time out, and
+    # leaving the block (which deletes the session) is done within a bounded wait.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with trio.open_nursery() as listener:
+            async with MCPServer.http(http.url, protocol=protocol, timeout=0.5) as server:
+                http.kill()
+                await listener.start(hold_silently, http.port)
+                with trio.fail_after(2), pytest.raises(MCPTimeoutError):
+                    await by_remote(server)["add"].execute({"a": 1, "b": 2})
+                left = trio.current_time()
+            assert trio.current_time() - left < 5 + 2
+            listener.cancel_scope.cancel()
+
+
+async def test_ctrl_c_while_connecting_again_comes_out_at_once(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # A KeyboardInterrupt in the block while a call waits for a new connection (to a server
+    # that hangs): the block ends at once, the interrupt comes out of it as it is, the call
+    # waiting gets an error result, and the connection being made is abandoned.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    waiting: list[BaseException] = []
+    server = MCPServer.http(http.url)
+
+    async def wait_for_it(add: MCPTool) -> None:
+        try:
+            await add.execute({"a": 1, "b": 2})
+        except MCPToolError as exc:
+            waiting.append(exc)
+
+    with trio.fail_after(ENTER):
+        async with trio.open_nursery() as listener:
+            async with trio.open_nursery() as nursery:
+                with pytest.raises(KeyboardInterrupt):
+                    async with server:
+                        add = by_remote(server)["add"]
+                        http.kill()
+                        with trio.fail_after(5), pytest.raises(MCPToolError):
+                            await add.execute({"a": 1, "b": 2})  # finds it gone
+                        await listener.start(hold_silently, http.port)
+                        nursery.start_soon(wait_for_it, add)
+                        while server._attempt is None:  # noqa: ASYNC110 -- a real connection
+                            await trio.sleep(0.02)
+                        await trio.sleep(0.2)
+                        left = trio.current_time()
+                        raise KeyboardInterrupt
+                assert trio.current_time() - left < 2
+            listener.cancel_scope.cancel()
+    assert "is not available: it was closed" in str(waiting[0])
+    assert not server.available
+
+
+async def hold_silently(port: int, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """Takes connections on ``port`` and never answers (a server that hangs)."""
+    listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
+
+    async def hold(stream: trio.SocketStream) -> None:
+        async with stream:
+            await trio.sleep_forever()
+
+    await trio.serve_listeners(hold, listeners, task_status=task_status)
 
 
 async def wait_until_unavailable(server: MCPServer) -> None:
@@ -1126,7 +1352,7 @@ async def test_an_http_error_status_is_noted_only_for_a_request_without_json_rpc
         ("POST", b'{"jsonrpc": "2.0", "method": "notifications/cancelled"}', False),
         ("POST", b"not json", False),
         ("POST", b"[]", False),
-        ("DELETE", b"", False),
+        ("PUT", b"", False),
     ],
 )
 async def test_only_calls_and_streams_go_without_read_and_pool_timeouts(
@@ -1143,6 +1369,17 @@ async def test_only_calls_and_streams_go_without_read_and_pool_timeouts(
         assert (timeouts["read"], timeouts["pool"]) == (None, None)
     else:
         assert (timeouts["read"], timeouts["pool"]) == (300.0, 30.0)
+
+
+async def test_the_request_that_deletes_the_session_is_bounded_in_all() -> None:
+    from trio_invoke.mcp._server import _CLOSE_TIMEOUT, _HTTP_TIMEOUT, _long_lived
+
+    async with httpx2.AsyncClient(timeout=_HTTP_TIMEOUT) as http:
+        request = http.build_request("DELETE", "http://127.0.0.1:9/mcp")
+    await _long_lived(request)
+    assert request.extensions["timeout"] == dict.fromkeys(
+        ("connect", "read", "write", "pool"), _CLOSE_TIMEOUT
+    )
 
 
 async def test_only_the_sdks_stand_in_for_a_noted_request_gets_its_status() -> None:

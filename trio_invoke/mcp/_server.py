@@ -7,13 +7,17 @@ list changes, and closes it all when the block ends. Tool calls come from any ta
 tool tasks) and go through the owner's session; the SDK matches each answer to its request.
 
 Because the SDK's task groups live inside the owner task, a transport that fails (an HTTP
-server that disappears) ends the owner task, not the caller's block: the failure is recorded
-and every later call is answered "not available".
+server that disappears) ends the owner task, not the caller's block: the failure is recorded.
+Over HTTP the next call asks the reconnecting task for a new connection, with an owner task of
+its own (see :meth:`MCPServer._reconnect`); a stdio server's later calls are "not available".
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
+import itertools
 import json
 import logging
 import math
@@ -58,11 +62,14 @@ DEFAULT_INIT_TIMEOUT: Final = 30.0
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 """The SDK's own defaults for its HTTP client (we build it, to see its answers' statuses), for
 short requests; the long-lived ones have no read or pool timeout (:func:`_long_lived`)."""
+_CLOSE_TIMEOUT: Final = 5.0
+"""Seconds the request that deletes an HTTP session may take, as the block ends."""
 _LONG_LIVED_METHODS: Final = frozenset({"tools/call", "subscriptions/listen"})
 _SESSION_ENDED: Final = (
     "the server ended the session (it answered HTTP 404 to its id: did it restart?)"
 )
 """Why an HTTP server is lost when it no longer knows the session."""
+_CLOSED: Final = "it was closed: the `async with` block that opened it has ended"
 _PERMISSIVE: Final[Mapping[str, Any]] = {"type": "object"}
 _UNREADABLE: Final = "the answer could not be read: "
 """How :func:`_readable`'s parse errors begin (the server sent them in no form we could read)."""
@@ -96,6 +103,13 @@ def _leaf(exc: BaseException) -> BaseException:
         inner = [e for e in exc.exceptions if not isinstance(e, trio.Cancelled)]
         exc = (inner or exc.exceptions)[0]
     return exc
+
+
+def _say(outcome: tuple[list[str | None], trio.Event] | None, what: str | None) -> None:
+    """Tell whoever connects again how it went (the first word counts)."""
+    if outcome is not None and not outcome[0]:
+        outcome[0].append(what)
+        outcome[1].set()
 
 
 def _summary(exc: BaseException) -> str:
@@ -201,6 +215,8 @@ class _Stdio:
         return line if len(line) <= 80 else line[:79] + "…"
 
     lost = "the server process ended or closed its output"
+    reconnects = False
+    """A process that died is not started again (see :class:`MCPServer`)."""
 
     async def reachable(self) -> bool:
         return True  # (a process that ended is seen by its output's end)
@@ -234,6 +250,8 @@ class _HTTP:
         return f"{parts.scheme}://{host}{port}{parts.path}"
 
     lost = "the HTTP connection ended"
+    reconnects = True
+    """A server restarted (or one that ended the session) is connected to again."""
 
     async def reachable(self) -> bool:
         """Whether the server's port takes a connection now (opened and closed at once, outside
@@ -258,8 +276,8 @@ class _HTTP:
         async def answered(response: httpx2.Response) -> None:
             # The MCP spec: a 404 to a request with an Mcp-Session-Id means the server no
             # longer knows the session (it restarted, or ended it), and a client "MUST start a
-            # new session". Ours is not restarted behind the user's back (see MCPServer): the
-            # server is lost, before the SDK hands the request its error. Only a POST (a
+            # new session". The connection is lost before the SDK hands the request its
+            # error, and the call goes to a new session (see MCPServer._call). Only a POST (a
             # message of the session) counts: a server may have no GET stream at all (404),
             # and a JSON-RPC "method not found" may come as a 404 too.
             request = response.request
@@ -287,7 +305,15 @@ async def _long_lived(request: httpx2.Request) -> None:
     a ``subscriptions/listen`` stream (quiet while nothing changes). httpx's timeouts are a
     transport failure to the SDK, which ends the whole session: a call answered after 300 s
     without a keep-alive, one that waited 30 s for one of the 100 connections, or a stream
-    quiet for 300 s would end every call (and the SDK stops opening a GET stream after two)."""
+    quiet for 300 s would end every call (and the SDK stops opening a GET stream after two).
+
+    The ``DELETE`` that ends the session when the block ends has :data:`_CLOSE_TIMEOUT` in
+    all: leaving the block waits for it, and a server that hangs would hold it 300 s."""
+    if request.method == "DELETE":
+        request.extensions["timeout"] = dict.fromkeys(
+            ("connect", "read", "write", "pool"), _CLOSE_TIMEOUT
+        )
+        return
     if request.method == "POST":
         try:
             method = json.loads(request.content).get("method")
@@ -478,11 +504,15 @@ class MCPServer:
     stopped (stdin closed, then SIGTERM, then SIGKILL, each after a bounded wait), an HTTP
     session is deleted. Calls still running in other tasks then get an error result.
 
-    A server that dies is not restarted: its running calls get error results naming what
-    happened, later calls get "not available" at once (an HTTP server that went away while
-    idle is noticed by the first request that finds it gone; one that no longer knows the
-    session, answering HTTP 404 to its id, is not available either). Leave the block and enter
-    it again to reconnect (one connection at a time).
+    A server that dies: its running calls get error results naming what happened (they are
+    not sent again). Over HTTP, each later call connects again by itself (handshake and tool
+    listing; one attempt at a time, which every waiting call shares) and is sent over the new
+    connection: answered "not available" at once while nothing takes connections on the
+    server's port, answered as usual once the server is back. A server that no longer knows
+    the session (HTTP 404 to its id: it restarted, or ended the session) refused the calls
+    sent with it; they are sent once more over a new session. A stdio process that exited is
+    not started again: later calls get "not available" at once; leave the block and enter it
+    again for a new process (one connection at a time).
     """
 
     def __init__(
@@ -528,10 +558,34 @@ class MCPServer:
         self._entered = False
         self._client: Client | None = None
         self._tools: tuple[MCPTool, ...] | None = None
-        self._lost: str | None = None
-        self._closing = trio.Event()
         self._changed: trio.MemorySendChannel[None] | None = None
         self._server_name: str | None = None
+        self._epochs = itertools.count()
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """The state of one ``async with`` block, as it begins."""
+        self._epoch = next(self._epochs)
+        """Which connection :attr:`_client`, :attr:`_lost` and :attr:`_changed` belong to: a
+        connection that was replaced (or is still being made) changes nothing of them."""
+        self._lost: str | None = None
+        self._closing = trio.Event()
+        self._gone = trio.Event()
+        """Set once the current connection is lost: its owner task then closes it."""
+        self._wanted = trio.Event()
+        """Set by a call that found the connection lost: the reconnecting task makes a new one."""
+        self._attempt: trio.Event | None = None
+        """Set when the attempt to connect again that calls wait for is over."""
+        self._again: str | None = None
+        """Why the last attempt to connect again failed, or ``None``."""
+        self._connecting: set[trio.CancelScope] = set()
+        """The time limits of connections being made again (the block's end cancels them)."""
+        self._ended: set[int] = set()
+        """The connections whose server answered HTTP 404 to the session's id."""
+        self._in_flight: collections.Counter[int] = collections.Counter()
+        """How many calls each connection is waiting for."""
+        self._call_ended = trio.Event()
+        """Set (and replaced) when a call ends; also when the block ends."""
 
     @classmethod
     def stdio(
@@ -692,7 +746,7 @@ class MCPServer:
         """
         client = self._client
         if client is None or self._lost is not None:
-            raise MCPConnectionError(f"MCP server {self.name!r} is not available: {self._lost}")
+            client = await self._reconnected(None)  # (or "not available")
         try:
             listed = await self._list(client)
         except TrioInvokeError:
@@ -723,9 +777,8 @@ class MCPServer:
         if self._entered:
             raise RuntimeError(f"MCP server {self.label!r} is already entered")
         self._entered = True
-        self._lost = None
         self._tools = None
-        self._closing = trio.Event()
+        self._fresh()
         self._lifetime = self._live()
         try:
             await self._lifetime.__aenter__()
@@ -754,72 +807,217 @@ class MCPServer:
     async def _live(self) -> AsyncIterator[None]:
         try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(self._own)
+                await nursery.start(self._own, self._epoch)
+                if self._target.reconnects:
+                    nursery.start_soon(self._reconnect, nursery)
                 try:
                     yield
                 finally:
-                    self._lose("it was closed: the `async with` block that opened it has ended")
+                    self._lose(_CLOSED)
                     self._closing.set()
+                    self._wanted.set()  # (the reconnecting task ends)
+                    self._call_ended.set()
+                    for scope in self._connecting:
+                        scope.cancel()
         except BaseExceptionGroup as group:
             reraise_single(group)
 
-    def _lose(self, reason: str) -> None:
-        """Record why the connection is gone; the first reason stays."""
+    def _lose(self, reason: str, epoch: int | None = None) -> None:
+        """Record why the connection is gone; the first reason stays. ``epoch``: only if that
+        connection is the current one."""
+        if epoch is not None and epoch != self._epoch:
+            return
+        if reason == _SESSION_ENDED:
+            self._ended.add(self._epoch if epoch is None else epoch)
         if self._lost is None:
             self._lost = reason
+            self._gone.set()
 
-    async def _own(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The owner task: opens the SDK client, serves until the block ends, closes it."""
+    def _is_lost(self, epoch: int | None) -> bool:
+        """Whether connection ``epoch`` (``None``: the current one) is gone; one still being
+        made is not."""
+        if epoch is None or epoch == self._epoch:
+            return self._lost is not None
+        return epoch < self._epoch
+
+    async def _reconnect(self, nursery: trio.Nursery) -> None:
+        """Connects again, each time a call finds the connection lost (see :meth:`_call`):
+        one attempt at a time, which every call that comes meanwhile waits for. However it
+        ends (the block's end may cancel it), the calls waiting are let go."""
+        try:
+            while True:
+                await self._wanted.wait()
+                self._wanted = trio.Event()
+                if self._closing.is_set():
+                    return
+                why = await self._connect_again(nursery)
+                if why is None:
+                    _log.info("MCP server %r: connected again", self.name)
+                else:  # (once per reason: each call that finds it gone tries again)
+                    quiet = why == self._again or self._closing.is_set()
+                    level = logging.DEBUG if quiet else logging.WARNING
+                    _log.log(level, "MCP server %r: could not connect again: %s", self.name, why)
+                self._again = why
+                attempt, self._attempt = self._attempt, None
+                if attempt is not None:
+                    attempt.set()
+        finally:
+            if self._attempt is not None:
+                self._attempt.set()
+
+    async def _connect_again(self, nursery: trio.Nursery) -> str | None:
+        """One attempt: ``None`` once a new connection is the current one, else why not."""
+        if not await self._target.reachable():  # (at once on a closed port)
+            return f"nothing takes connections at {self.label}"
+        outcome: list[str | None] = []
+        ready = trio.Event()
+        nursery.start_soon(
+            functools.partial(self._own, next(self._epochs), outcome=(outcome, ready))
+        )
+        await ready.wait()  # (bounded by init_timeout; the block's end stops it)
+        return outcome[0]
+
+    async def _reconnected(self, tool: MCPTool | None) -> Client:
+        """The client of a new connection, once the current one is lost (a call that finds
+        it lost asks for one and waits); raises "not available" when there is none."""
+        reason = self._lost or "it is not connected"
+        if self._target.reconnects and self._entered and not self._closing.is_set():
+            attempt = self._attempt
+            if attempt is None:
+                attempt = self._attempt = trio.Event()
+                self._wanted.set()
+            await attempt.wait()
+            client = self._client
+            if client is not None and self._lost is None:
+                return client
+            if self._closing.is_set():
+                reason = _CLOSED
+            elif self._again is not None:
+                reason = f"{reason} (connecting again failed: {self._again})"
+        message = f"MCP server {self.name!r} is not available: {reason}"
+        if tool is None:
+            raise MCPConnectionError(message)
+        raise self._error(tool, message)
+
+    async def _own(
+        self,
+        epoch: int,
+        *,
+        outcome: tuple[list[str | None], trio.Event] | None = None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """The owner task of connection ``epoch``: opens the SDK client, serves until the
+        connection is lost or the block ends, closes it.
+
+        On entering (``outcome`` is ``None``) what fails raises; when connecting again, the
+        first item put into ``outcome``'s list is ``None`` once this connection is the current
+        one, else why it could not be made (the connection it would replace stays lost), and
+        its event is set then.
+        """
+        say = functools.partial(_say, outcome)
+
         changed_send, changed_receive = trio.open_memory_channel[None](1)
-        self._changed = changed_send
+        entering = outcome is None
+        self._changed = changed_send if entering else self._changed
         started = False
+        gone = self._gone
         init = trio.CancelScope(deadline=trio.current_time() + self.init_timeout)
+
+        lose = functools.partial(self._lose, epoch=epoch)
+
+        if not entering:
+            self._connecting.add(init)  # (the block's end cancels it)
         try:
             with init, changed_send, changed_receive:
                 async with contextlib.AsyncExitStack() as stack:
-                    statuses: dict[Any, str] = {}
-                    transport = await self._target.transport(stack, self._lose, statuses)
-                    client = Client(
-                        _watched(transport, self._stream_ended, statuses),
-                        mode="legacy" if self.protocol == "legacy" else "auto",
-                        message_handler=self._on_message,
-                        client_info=_client_info(),
-                        cache=None,
-                    )
-                    await stack.enter_async_context(client)
-                    self._server_name = client.server_info.name if client.server_info else None
+                    client = await self._open(stack, lose)
+                    server_name = client.server_info.name if client.server_info else None
                     async with trio.open_nursery() as watchers:
                         if self._announces_changes(client):
-                            await watchers.start(self._listen, client)
-                        self._tools = self._build(await self._list(client), strict=True)
+                            await watchers.start(self._listen, client, epoch)
+                        tools = self._build(await self._list(client), strict=entering)
                         init.deadline = math.inf
-                        self._client = client
+                        if not entering:  # (the block's end cancels init now)
+                            gone = self._adopt(epoch, changed_send, outcome)
+                        self._server_name, self._tools, self._client = server_name, tools, client
                         watchers.start_soon(self._follow_changes, client, changed_receive)
                         started = True
                         task_status.started()
-                        await self._closing.wait()
+                        await self._drained(gone, epoch)
                         watchers.cancel_scope.cancel()
         except Exception as exc:
             if not started:
                 leaf = _leaf(exc)
-                if isinstance(leaf, TrioInvokeError):  # ours already: as it is
+                error = self._entering_error(leaf, timed_out=init.cancel_called)
+                if outcome is not None:
+                    say(str(error))
+                    return
+                if error is leaf:
                     raise leaf  # noqa: B904 -- keeps its own cause
-                raise self._entering_error(leaf, timed_out=init.cancel_called) from leaf
+                raise error from leaf
             # The transport failed (an HTTP server that went away): its running calls already
-            # got errors from the SDK; later calls are answered "not available".
-            self._lose(f"the connection failed ({_summary(exc)})")
+            # got errors from the SDK; later calls connect again (or are "not available").
+            lose(f"the connection failed ({_summary(exc)})")
         finally:
-            self._client = None
-            self._changed = None
-            self._lose("it was closed")
-        if init.cancelled_caught and not started:
-            raise MCPInitTimeoutError(
-                f"MCP server {self.label!r} did not finish the handshake and list its tools "
-                f"within init_timeout={self.init_timeout:g} s"
+            if epoch == self._epoch:
+                self._client = None
+                self._changed = None
+                lose("it was closed")
+            self._connecting.discard(init)
+            say(
+                "the block ended meanwhile"
+                if self._closing.is_set()
+                else self._too_slow
+                if init.cancelled_caught
+                else "it was closed"
             )
+        if init.cancelled_caught and not started and entering:
+            raise MCPInitTimeoutError(self._too_slow)
+
+    @property
+    def _too_slow(self) -> str:
+        return (
+            f"MCP server {self.label!r} did not finish the handshake and list its tools "
+            f"within init_timeout={self.init_timeout:g} s"
+        )
+
+    async def _open(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Client:
+        """The SDK's client, entered on ``stack``: transport, session, handshake."""
+        statuses: dict[Any, str] = {}
+        transport = await self._target.transport(stack, lose, statuses)
+        client = Client(
+            _watched(transport, lambda: lose(self._target.lost), statuses),
+            mode="legacy" if self.protocol == "legacy" else "auto",
+            message_handler=self._on_message,
+            client_info=_client_info(),
+            cache=None,
+        )
+        await stack.enter_async_context(client)
+        return client
+
+    async def _drained(self, gone: trio.Event, epoch: int) -> None:
+        """Until connection ``epoch`` is lost and its calls are answered (a server that no
+        longer knows the session answers each of them "not run"), or the block ends."""
+        await gone.wait()
+        while self._in_flight.get(epoch) and not self._closing.is_set():
+            await self._call_ended.wait()
+
+    def _adopt(
+        self,
+        epoch: int,
+        changed: trio.MemorySendChannel[None],
+        outcome: tuple[list[str | None], trio.Event] | None,
+    ) -> trio.Event:
+        """Make connection ``epoch`` (made again) the current one; its ``gone`` event."""
+        gone = trio.Event()
+        self._epoch, self._lost, self._gone, self._changed = epoch, None, gone, changed
+        _say(outcome, None)
+        return gone
 
     def _entering_error(self, leaf: BaseException, *, timed_out: bool) -> Exception:
         """What entering raises for ``leaf``, the failure underneath the SDK's groups."""
+        if isinstance(leaf, TrioInvokeError):  # ours already: as it is
+            return leaf
         label = self.label
         if timed_out:
             return MCPInitTimeoutError(
@@ -844,9 +1042,6 @@ class MCPServer:
                 f"{leaf.message}"
             )
         return MCPConnectionError(f"could not connect to MCP server {label!r}: {_summary(leaf)}")
-
-    def _stream_ended(self) -> None:
-        self._lose(self._target.lost)
 
     # -- tools and their changes ---------------------------------------------------------------
 
@@ -917,7 +1112,11 @@ class MCPServer:
         return tools is not None and bool(tools.list_changed)
 
     async def _listen(
-        self, client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        self,
+        client: Client,
+        epoch: int | None = None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Hold a ``subscriptions/listen`` stream open for tool list changes (2026-07-28).
 
@@ -955,7 +1154,7 @@ class MCPServer:
                     why = _summary(exc)
                 if first and opened is None:
                     task_status.started()  # the first attempt is done, without a stream
-            if self._lost is not None:
+            if self._is_lost(epoch):
                 return  # calls say it is gone; nothing to follow
             if not listens:
                 _log.debug("MCP server %r: no connection yet; trying in %g s", self.name, delay)
@@ -1003,57 +1202,93 @@ class MCPServer:
     def _error(self, tool: MCPTool, message: str, code: int | None = None) -> MCPToolError:
         return MCPToolError(message, server=self.name, tool=tool.remote_name, code=code)
 
+    def _failure(self, tool: MCPTool, exc: MCPError, epoch: int) -> MCPToolError:
+        """The error result of a call over connection ``epoch`` that got ``exc``."""
+        current = epoch == self._epoch
+        if exc.code == mcp_types.CONNECTION_CLOSED:
+            # The connection is gone: a stdio server's output ended (already recorded), or an
+            # HTTP request found the server gone, which nothing else may notice for a while
+            # (the server's answers come on each request's own response). Later calls connect
+            # again (HTTP) or are answered "not available" at once (stdio). This call may
+            # have reached the server or not (the SDK tells the two apart no more than this),
+            # so it is not sent again: its work may have been half done.
+            reason = (self._lost if current else None) or self._target.lost
+            self._lose(reason, epoch)
+            return self._error(
+                tool,
+                f"the connection to MCP server {self.name!r} ended while the call was "
+                f"running: {reason}",
+                exc.code,
+            )
+        if exc.code == mcp_types.PARSE_ERROR and exc.message.startswith(_UNREADABLE):
+            return self._error(
+                tool,
+                f"MCP server {self.name!r} sent an answer for {tool.remote_name!r} that "
+                f"could not be read: {exc.message.removeprefix(_UNREADABLE)}",
+                exc.code,
+            )
+        if epoch in self._ended:  # the server refused the call: not run
+            return self._error(
+                tool, f"MCP server {self.name!r} is not available: {_SESSION_ENDED}", exc.code
+            )
+        return self._error(
+            tool,
+            f"MCP server {self.name!r} answered with JSON-RPC error {exc.code}: {exc.message}",
+            exc.code,
+        )
+
     async def _call(self, tool: MCPTool, arguments: dict[str, Any]) -> str:
-        client = self._client
-        if client is None or self._lost is not None:
-            reason = self._lost or "it is not connected"
-            raise self._error(tool, f"MCP server {self.name!r} is not available: {reason}")
         timeout = self.timeout
         # Lone surrogates (half an emoji from the model) as U+FFFD, as on every wire of ours:
         # the SDK's transports cannot encode them, and that would end the whole connection.
         sendable = wire_json(arguments)
-        try:
-            with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
-                result = await client.call_tool(tool.remote_name, sendable)
-        except MCPError as exc:
-            if exc.code == mcp_types.CONNECTION_CLOSED:
-                # The connection is gone: a stdio server's output ended (already recorded), or an
-                # HTTP request found the server gone, which nothing else may notice for a while
-                # (the server's answers come on each request's own response). Later calls are
-                # answered "not available" at once. This call may have reached the server or not
-                # (the SDK tells the two apart no more than this), so it is not said to be
-                # unavailable: its work may have been half done.
-                reason = self._lost or self._target.lost
-                self._lose(reason)
-                raise self._error(
-                    tool,
-                    f"the connection to MCP server {self.name!r} ended while the call was "
-                    f"running: {reason}",
-                    exc.code,
-                ) from exc
-            if exc.code == mcp_types.PARSE_ERROR and exc.message.startswith(_UNREADABLE):
-                raise self._error(
-                    tool,
-                    f"MCP server {self.name!r} sent an answer for {tool.remote_name!r} that "
-                    f"could not be read: {exc.message.removeprefix(_UNREADABLE)}",
-                    exc.code,
-                ) from exc
-            if self._lost == _SESSION_ENDED:  # the server refused the call: not run
-                raise self._error(
-                    tool, f"MCP server {self.name!r} is not available: {self._lost}", exc.code
-                ) from exc
-            raise self._error(
-                tool,
-                f"MCP server {self.name!r} answered with JSON-RPC error {exc.code}: {exc.message}",
-                exc.code,
-            ) from exc
-        except Exception as exc:  # a result the SDK could not parse or validate, ...
-            raise self._error(
-                tool,
-                f"MCP server {self.name!r} sent a result for {tool.remote_name!r} that could "
-                f"not be used: {_summary(exc)}",
-            ) from exc
+        sent = refused = False
+        with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
+            while True:
+                client, epoch = self._client, self._epoch
+                if client is None or self._lost is not None:
+                    sent = False
+                    client = await self._reconnected(tool)  # (or "not available")
+                    epoch = self._epoch
+                sent = True
+                self._in_flight[epoch] += 1
+                try:
+                    result = await client.call_tool(tool.remote_name, sendable)
+                except MCPError as exc:
+                    if (
+                        not refused
+                        and exc.code == mcp_types.INVALID_REQUEST
+                        and epoch in self._ended
+                    ):
+                        # HTTP 404 to the session's id: the server refused the call (it does
+                        # not know the session), so it was not run; the MCP spec says to start
+                        # a new session, and the call goes there, once.
+                        refused = True
+                        continue
+                    raise self._failure(tool, exc, epoch) from exc
+                except Exception as exc:  # a result the SDK could not parse or validate, ...
+                    raise self._error(
+                        tool,
+                        f"MCP server {self.name!r} sent a result for {tool.remote_name!r} that "
+                        f"could not be used: {_summary(exc)}",
+                    ) from exc
+                finally:
+                    self._in_flight[epoch] -= 1
+                    if not self._in_flight[epoch]:
+                        del self._in_flight[epoch]
+                        self._call_ended.set()
+                        self._call_ended = trio.Event()
+                break
         if scope.cancelled_caught:
+            assert timeout is not None
+            if not sent:
+                raise MCPTimeoutError(
+                    f"MCP tool {tool.remote_name!r} on server {self.name!r} timed out after "
+                    f"{timeout:g} s while connecting again to the server ({self._lost}); the "
+                    "call was not sent",
+                    server=self.name,
+                    tool=tool.remote_name,
+                )
             raise MCPTimeoutError(
                 f"MCP tool {tool.remote_name!r} on server {self.name!r} timed out after "
                 f"{timeout:g} s; the call was cancelled on the server",

@@ -20,6 +20,7 @@ import attrs
 
 from .._exceptions import ConfigurationError
 from ._http import Describe, EventDecoder, RetryPolicy, SSEStream, encode_json, send
+from ._provider_name import gen_ai_provider
 
 try:
     import httpx2
@@ -238,6 +239,20 @@ class Pooled:
     _retry: RetryPolicy
     _http_client: httpx2.AsyncClient | None
     _pool: httpx2.AsyncClient | None
+
+    def _derive(self, path: str, api: str) -> None:
+        """Set what the client derives from its settings, as both clients do: the retry
+        policy, the delays as floats, ``url`` (``base_url`` + ``path``) and ``provider_name``
+        (``api`` for a host it does not know). Past the ``reconfigured`` hook: that is for
+        later changes."""
+        settings: Any = self
+        derive = object.__setattr__
+        retry = RetryPolicy(settings.max_retries, settings.retry_backoff, settings.max_retry_delay)
+        derive(self, "_retry", retry)
+        derive(self, "retry_backoff", float(settings.retry_backoff))
+        derive(self, "max_retry_delay", float(settings.max_retry_delay))
+        derive(self, "url", endpoint(settings.base_url, path))
+        derive(self, "provider_name", gen_ai_provider(settings.base_url, api))
 
     async def __aenter__(self) -> Self:
         """Open a connection pool that the runs inside the block share.

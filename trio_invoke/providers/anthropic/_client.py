@@ -50,7 +50,6 @@ except ImportError as exc:  # pragma: no cover - the test hides httpx2 and re-im
     ) from exc
 
 from .._http import RetryPolicy, SSEStream, checked_timeout
-from .._provider_name import gen_ai_provider
 from .._settings import (
     Pooled,
     api_key_from,
@@ -59,7 +58,6 @@ from .._settings import (
     check_model,
     checked_headers,
     checked_options,
-    endpoint,
     merged_headers,
     reconfigurable,
     shown_url,
@@ -280,12 +278,7 @@ class AnthropicChatClient(Pooled):
 
     def __attrs_post_init__(self) -> None:
         derive = object.__setattr__  # past the ``reconfigured`` hook: that is for later changes
-        retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
-        derive(self, "_retry", retry)
-        derive(self, "retry_backoff", float(self.retry_backoff))
-        derive(self, "max_retry_delay", float(self.max_retry_delay))
-        derive(self, "url", endpoint(self.base_url, "/v1/messages"))
-        derive(self, "provider_name", gen_ai_provider(self.base_url, "anthropic"))
+        self._derive("/v1/messages", "anthropic")
         defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
         key = {"x-api-key": self._api_key} if self._api_key else {}
         headers = merged_headers(defaults, self._extra_headers, key)

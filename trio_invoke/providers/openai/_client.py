@@ -30,7 +30,6 @@ from ..._messages import ChatMessage
 from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate
-from .._provider_name import gen_ai_provider
 from ._decode import ChunkDecoder, error_message
 from ._wire import ProviderFamily, provider_family, wire_messages
 
@@ -52,7 +51,6 @@ from .._settings import (
     check_model,
     checked_headers,
     checked_options,
-    endpoint,
     merged_headers,
     reconfigurable,
     shown_url,
@@ -216,13 +214,8 @@ class OpenAIChatClient(Pooled):
 
     def __attrs_post_init__(self) -> None:
         derive = object.__setattr__  # past the ``reconfigured`` hook: that is for later changes
-        retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
-        derive(self, "_retry", retry)
-        derive(self, "retry_backoff", float(self.retry_backoff))
-        derive(self, "max_retry_delay", float(self.max_retry_delay))
-        derive(self, "url", endpoint(self.base_url, "/chat/completions"))
+        self._derive("/chat/completions", "openai")
         derive(self, "family", provider_family(self.base_url))
-        derive(self, "provider_name", gen_ai_provider(self.base_url, "openai"))
         if self.send_reasoning and not self.family.takes_reasoning:
             raise ConfigurationError(
                 f"send_reasoning=True cannot apply to {self.base_url}: the {self.family.name} "
