@@ -144,6 +144,17 @@ CACHED = (
         cache_creation_input_tokens=300,
     )
 )
+INTERLEAVED = (  # thinking between the text and the calls and between the calls, in one response
+    message_start()
+    + thinking_block(0, "Plan.", signature="S0")
+    + text_block(1, "Checking.")
+    + thinking_block(2, "Then the weather.", signature="S1")
+    + tool_block(3, "toolu_a", "get_weather", '{"city": "Paris"}')
+    + redacted_block(4, "R2")
+    + thinking_block(5, "And the time.", signature="S3")
+    + tool_block(6, "toolu_b", "get_time", '{"zone": "CET"}')
+    + message_end("tool_use")
+)
 SEARCH = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
 RESULTS = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
 UNKNOWN = (  # server tool blocks, an event type and a delta type the decoder does not know
@@ -202,6 +213,7 @@ SHAPED = {
     "cached": CACHED,
     "unknown": UNKNOWN,
     "mcp": MCP,
+    "interleaved": INTERLEAVED,
 }
 """Anthropic-shaped bodies by name."""
 

@@ -14,7 +14,9 @@ import trio
 import trio.testing
 from anthropic_streams import (
     CACHED,
+    INTERLEAVED,
     PARALLEL,
+    RESULTS,
     SHAPED,
     TEXT,
     THINKING,
@@ -29,6 +31,7 @@ from anthropic_streams import (
     thinking_block,
     tool_block,
 )
+from anthropic_streams import SEARCH as SERVER_SEARCH
 from recorded import recorded, recorded_json
 from sse_server import (
     Reply,
@@ -64,6 +67,7 @@ from trio_invoke import (
     tool,
 )
 from trio_invoke._updates import AgentResponseUpdate
+from trio_invoke.providers.anthropic._decode import AnthropicDecoder
 from trio_invoke.testing import assert_transcript_valid
 
 USER = [ChatMessage.user("What's the weather in Paris?")]
@@ -189,6 +193,22 @@ def test_bad_configuration(kwargs: dict[str, Any], match: str) -> None:
         AnthropicChatClient("")
 
 
+@pytest.mark.parametrize(
+    "beta",
+    ["interleaved-thinking-2025-05-14", "files-api-2025-04-14,interleaved-thinking-2025-05-14"],
+)
+def test_interleaved_thinking_may_have_a_budget_above_max_tokens(beta: str) -> None:
+    # With interleaved thinking the budget is the whole context window, not max_tokens (the
+    # API's extended-thinking docs say so).
+    thinking = {"type": "enabled", "budget_tokens": 16000}
+    model = AnthropicChatClient(
+        "claude-x", max_tokens=4096, thinking=thinking, headers={"Anthropic-Beta": beta}
+    )
+    assert model.request_body(USER)["thinking"] == thinking
+    model.max_tokens = 1024
+    assert model.request_body(USER)["max_tokens"] == 1024
+
+
 def test_adaptive_thinking_needs_no_budget() -> None:
     model = AnthropicChatClient("claude-x", thinking={"type": "adaptive"})
     assert model.request_body(USER)["thinking"] == {"type": "adaptive"}
@@ -229,6 +249,23 @@ async def test_recorded_streams_cut_mid_line_and_mid_character(
     raw = recorded(f"anthropic/{name}.sse")
     server.add(Reply(cut(raw, 11)))
     assert await stream_updates(client_for(server)) == decode([raw])
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"data: [DONE]\n\n",  # what some proxies in front of the API append
+        error_event("api_error", "late"),
+    ],
+)
+@pytest.mark.parametrize("together", [True, False])
+async def test_what_follows_message_stop_is_ignored_in_any_piece(
+    server: SSEServer, tail: bytes, together: bool
+) -> None:
+    # The response is whole at message_stop: what comes after it changes nothing, whether it
+    # arrives in the piece that ends the response or in a later one.
+    server.add(Reply([TEXT + tail] if together else [TEXT, tail]))
+    assert await stream_updates(client_for(server)) == decode([TEXT])
 
 
 async def test_crlf_line_ends(server: SSEServer) -> None:
@@ -384,6 +421,79 @@ async def test_only_pings_is_no_progress(
     with pytest.raises(ModelTimeoutError, match="without progress"):
         await stream_updates(client_for(server, timeout=5.0))
     assert 5 <= trio.current_time() - start < 6
+
+
+OMITTED = {"type": "thinking", "thinking": "", "signature": ""}
+"""A thinking block with ``display: "omitted"`` (the default on Claude Opus 4.7): it starts
+empty, the API sends only ``ping`` events while the model thinks, then the signature."""
+SEARCHING = (  # a server tool (web search, code execution) ran; the API pings until its result
+    event("content_block_start", index=0, content_block=SERVER_SEARCH)
+    + event(
+        "content_block_delta",
+        index=0,
+        delta={"type": "input_json_delta", "partial_json": '{"query": "trio"}'},
+    )
+    + event("content_block_stop", index=0)
+)
+AFTER_SEARCH = (
+    event("content_block_start", index=1, content_block=RESULTS)
+    + event("content_block_stop", index=1)
+    + text_block(2, "Found it.")
+    + message_end()
+)
+AFTER_THINKING = (
+    event(
+        "content_block_delta",
+        index=0,
+        delta={"type": "signature_delta", "signature": "EqQBCkYIBhgCIkBfcm5=="},
+    )
+    + event("content_block_stop", index=0)
+    + text_block(1, "Done.")
+    + message_end()
+)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            message_start() + event("content_block_start", index=0, content_block=OMITTED),
+            AFTER_THINKING,
+        ),
+        (message_start() + SEARCHING, AFTER_SEARCH),
+        (  # the API buffers a long parameter value whole (no fine-grained tool streaming)
+            message_start() + tool_block(0, "toolu_1", "make_file", stop=False),
+            event(
+                "content_block_delta",
+                index=0,
+                delta={"type": "input_json_delta", "partial_json": '{"lines": ["a", "b"]}'},
+            )
+            + event("content_block_stop", index=0)
+            + message_end("tool_use"),
+        ),
+    ],
+    ids=["omitted-thinking", "server-tool", "buffered-tool-input"],
+)
+async def test_pings_while_the_model_works_unseen_are_progress(
+    server: SSEServer, mock_clock: trio.testing.MockClock, before: bytes, after: bytes
+) -> None:
+    # The model thinks (display "omitted") or a server tool runs for longer than the timeout:
+    # the API says it is at work only with pings, and the response is not cut short.
+    mock_clock.autojump_threshold = 0.1
+    server.add(Reply([before, *[ping()] * 12, after], interval=1.0))
+    updates = await stream_updates(client_for(server, timeout=5.0))
+    assert updates == decode([before + after])
+    assert isinstance(updates[-1], Finish)
+
+
+async def test_pings_after_the_unseen_work_are_no_progress_again(
+    server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0.1
+    body = message_start() + thinking_block(0, signature="Sig==") + text_block(1, "Hal")
+    server.add(Reply([body, *[ping()] * 20], interval=1.0, ending="stall"))
+    with pytest.raises(ModelTimeoutError, match="without progress"):
+        await stream_updates(client_for(server, timeout=5.0))
 
 
 # -- connections and cancellation ----------------------------------------------------------------
@@ -828,6 +938,24 @@ async def test_redacted_blocks_go_back_in_the_next_round(nursery: trio.Nursery) 
         "redacted_thinking",
         "tool_use",
     ]
+
+
+async def test_interleaved_thinking_goes_back_in_its_places(nursery: trio.Nursery) -> None:
+    # One response with thinking between its text and calls (interleaved thinking): the next
+    # round sends it back block for block as it came.
+    server = SSEServer(check=anthropic_like)
+    await nursery.start(server.serve)
+    server.add(Reply(cut(INTERLEAVED, 9)), Reply([TEXT]))
+    agent = FunctionInvokingChatClient(client_for(server, thinking=THINK), [get_weather, get_time])
+    with trio.fail_after(20):
+        response = await agent.get_response(USER)
+    assert response.finish_reason is FinishReason.STOP
+    decoder = AnthropicDecoder()
+    decode([INTERLEAVED], decoder)
+    assert server.requests[1].json["messages"][1] == {
+        "role": "assistant",
+        "content": decoder.blocks,
+    }
 
 
 async def test_without_its_thinking_blocks_the_api_refuses_round_two(nursery: trio.Nursery) -> None:

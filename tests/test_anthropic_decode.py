@@ -15,12 +15,15 @@ from typing import Any
 import pytest
 from anthropic_streams import (
     CACHED,
+    INTERLEAVED,
     MCP,
     MCP_RESULT,
     MCP_USE,
     NO_ARGUMENTS,
     PARALLEL,
     REDACTED,
+    RESULTS,
+    SEARCH,
     SHAPED,
     TEXT,
     THINKING,
@@ -30,6 +33,7 @@ from anthropic_streams import (
     message_end,
     message_of,
     message_start,
+    redacted_block,
     text_block,
     thinking_block,
     tool_block,
@@ -272,6 +276,30 @@ def test_calls_make_the_reason_tool_calls(stop_reason: str) -> None:
     assert decode([raw])[-1].finish_reason is FinishReason.TOOL_CALLS
 
 
+def test_a_refused_response_with_calls_is_content_filter() -> None:
+    # The streaming classifier stopped the response after a tool_use block (the shape of
+    # anthropic-sdk-python's tests/fixtures/fable-fallback/stream-a-toolrefusal.sse, with a
+    # client tool): the API says a refused turn must be reset, not answered, so the Finish
+    # says it was refused, as the OpenAI client keeps content_filter with calls.
+    stop = event(
+        "message_delta",
+        delta={
+            "stop_reason": "refusal",
+            "stop_sequence": None,
+            "stop_details": {"type": "refusal", "category": None, "explanation": None},
+        },
+        usage={"input_tokens": 28, "output_tokens": 106},
+    ) + event("message_stop")
+    for calls in (
+        tool_block(0, "toolu_1", "f", '{"q": "x"}'),
+        tool_block(0, "toolu_1", "f", '{"q": "x', stop=False),
+    ):
+        raw = message_start() + calls + text_block(1, "Here is") + stop
+        updates = decode([raw])
+        assert ToolCallEnd("toolu_1") in updates
+        assert updates[-1] == Finish(FinishReason.CONTENT_FILTER, Usage(28, 106))
+
+
 def test_an_unknown_stop_reason_is_stop() -> None:
     raw = message_start() + text_block(0, "x") + message_end("something_new")
     assert decode([raw])[-1].finish_reason is FinishReason.STOP
@@ -445,6 +473,23 @@ def test_blocks_are_the_content_as_the_api_returns_it() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "raw", [INTERLEAVED, THINKING, REDACTED], ids=["interleaved", "front", "redacted"]
+)
+def test_thinking_goes_back_where_it_was_among_the_text_and_the_calls(raw: bytes) -> None:
+    # The API refuses thinking blocks of the latest assistant message moved or changed ("you
+    # cannot rearrange or modify the sequence of these blocks"): each goes back where it came,
+    # between the calls too (interleaved thinking streams it there; other implementations'
+    # tests stream [thinking, tool_use, thinking, tool_use] responses).
+    decoder = AnthropicDecoder()
+    message = message_of(decode([raw], decoder))
+    assert message is not None
+    stored = ChatMessage.from_dict(json.loads(json.dumps(message.to_dict())))
+    for sent in (message, stored):
+        _, wire = wire_conversation([ChatMessage.user("?"), sent])
+        assert wire[1]["content"] == decoder.blocks
+
+
 def test_max_tokens_inside_a_tool_call_ends_the_call_with_what_came() -> None:
     raw = (
         message_start()
@@ -579,6 +624,8 @@ def test_a_body_that_ends_after_the_stop_reason_without_message_stop_is_complete
 def test_nothing_counts_after_message_stop() -> None:
     raw = TEXT + text_block(5, "late") + message_end("max_tokens")
     assert decode([raw]) == decode([TEXT])
+    for junk in (b"data: [DONE]\n\n", event("error", error={"type": "x", "message": "y"})):
+        assert outcome([TEXT + junk]) == decode([TEXT])
 
 
 @pytest.mark.parametrize(
@@ -684,7 +731,9 @@ def test_any_generated_stream_under_any_split(
     assert message.text == "".join(texts)
     assert list(message.tool_calls or ()) == calls
     assert message.reasoning == ("".join(thoughts) or None)
-    if calls:
+    if stop_reason == "refusal":
+        assert updates[-1].finish_reason is FinishReason.CONTENT_FILTER
+    elif calls:
         assert updates[-1].finish_reason is FinishReason.TOOL_CALLS
 
 
@@ -827,3 +876,51 @@ def test_a_thinking_block_the_stream_never_finished_is_reasoning_only() -> None:
     assert message is not None
     assert message.reasoning == "Hm"
     assert THINKING_BLOCKS not in message.provider_data
+
+
+THINKING_START = {"type": "thinking", "thinking": "", "signature": ""}
+
+
+def test_working_while_a_thinking_or_tool_block_is_open_or_a_server_tool_runs() -> None:
+    # What the read timeout counts pings as progress in: the work the stream does not show.
+    parser, decoder = SSEParser(), AnthropicDecoder()
+    seen: list[bool] = []
+    for piece in (
+        message_start(),
+        event("content_block_start", index=0, content_block=THINKING_START),
+        event("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "S"}),
+        event("content_block_stop", index=0),
+        event("content_block_start", index=1, content_block=SEARCH),
+        event("content_block_stop", index=1),
+        event("content_block_start", index=2, content_block=RESULTS),
+        event("content_block_stop", index=2),
+        redacted_block(3),
+        tool_block(4, "toolu_1", "f", "{}"),
+        message_end(),
+    ):
+        for one in parser.feed(piece):
+            decoder.event(one)
+        seen.append(decoder.working)
+    assert seen == [False, True, True, False, True, True, False, False, False, False, False]
+    parser, decoder = SSEParser(), AnthropicDecoder()
+    seen = []
+    for piece in (message_start(), tool_block(0, "toolu_1", "f", stop=False), message_end()):
+        for one in parser.feed(piece):
+            decoder.event(one)
+        seen.append(decoder.working)
+    assert seen == [False, True, False]
+
+
+def test_a_continued_responses_thinking_is_placed_after_what_the_paused_one_kept() -> None:
+    paused = AnthropicDecoder()
+    raw = message_start() + thinking_block(0, "a", signature="S0") + text_block(1, "Searching.")
+    first = decode([raw + message_end("pause_turn")], paused)
+    more = AnthropicDecoder(key_prefix="1.", after=paused)
+    rest = decode([message_start() + thinking_block(0, "b", signature="S1") + message_end()], more)
+    message = message_of([*first, *rest])
+    assert message is not None
+    assert message.provider_data["thinking_places"] == [
+        {"block": 1, "after_calls": 0, "after_text": True}
+    ]
+    _, wire = wire_conversation([ChatMessage.user("?"), message])
+    assert [b["type"] for b in wire[1]["content"]] == ["thinking", "text", "thinking"]

@@ -319,6 +319,62 @@ def test_thinking_blocks_go_back_first_and_unchanged() -> None:
     ]
 
 
+def sig(n: int) -> dict[str, str]:
+    return {"type": "thinking", "thinking": f"t{n}", "signature": f"S{n}"}
+
+
+CALL_T = ToolCall("toolu_2", "get_time", '{"zone": "CET"}')
+USE_1 = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+USE_2 = {"type": "tool_use", "id": "toolu_2", "name": "get_time", "input": {"zone": "CET"}}
+TEXT = {"type": "text", "text": "Let me check."}
+
+
+@pytest.mark.parametrize(
+    ("calls", "places", "order"),
+    [
+        ((CALL_1, CALL_T), [], ["S0", "S1", "S2", TEXT, USE_1, USE_2]),
+        (
+            (CALL_1, CALL_T),
+            [
+                {"block": 1, "after_calls": 0, "after_text": True},
+                {"block": 2, "after_calls": 1, "after_text": True},
+            ],
+            ["S0", TEXT, "S1", USE_1, "S2", USE_2],
+        ),
+        (  # more calls before it than the message holds: after the last
+            (CALL_1,),
+            [{"block": 2, "after_calls": 5, "after_text": False}],
+            ["S0", "S1", TEXT, USE_1, "S2"],
+        ),
+        ((), [{"block": 2, "after_calls": 1, "after_text": True}], ["S0", "S1", TEXT, "S2"]),
+        (  # entries that are not places are left out: the block goes first
+            (CALL_1,),
+            [
+                {"block": 9, "after_calls": 1, "after_text": True},
+                {"block": True, "after_calls": 1, "after_text": True},
+                {"block": 2, "after_calls": "1", "after_text": True},
+                {"block": 2, "after_calls": -1, "after_text": True},
+                {"block": 2, "after_calls": 1},
+                "block 2",
+            ],
+            ["S0", "S1", "S2", TEXT, USE_1],
+        ),
+    ],
+)
+def test_thinking_blocks_go_back_in_their_places(
+    calls: tuple[ToolCall, ...], places: list[Any], order: list[Any]
+) -> None:
+    assistant = ChatMessage(
+        MessageRole.ASSISTANT,
+        "Let me check.",
+        calls,
+        provider_data={"thinking_blocks": [sig(0), sig(1), sig(2)], "thinking_places": places},
+    )
+    _, messages = wire_conversation([ChatMessage.user("?"), assistant])
+    expected = [sig(int(b[1:])) if isinstance(b, str) else b for b in order]
+    assert messages[1]["content"] == expected
+
+
 def test_reasoning_without_signed_blocks_is_not_sent() -> None:
     from_elsewhere = ChatMessage.assistant("", [CALL_1], reasoning="I think (from DeepSeek).")
     _, messages = wire_conversation([from_elsewhere])

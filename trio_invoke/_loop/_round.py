@@ -122,10 +122,10 @@ class Round:
     def resume(
         cls, run: Run, calls: Sequence[ToolCall], decisions: Mapping[str, ToolApprovalResponse]
     ) -> Round:
-        answered = itertools.takewhile(
+        trailing = itertools.takewhile(
             lambda message: message.role is MessageRole.TOOL, reversed(run.messages)
-        )
-        stopped = any(_stops_loop(message) for message in answered)
+        )  # the results of the batch's calls that ran before the pause
+        stopped = any(_stops_loop(message) for message in trailing)
         round_ = cls(run, RoundPlan(), None, tuple(calls), decisions, stopped)
         round_._positions = {call.id: index for index, call in enumerate(round_.pending)}
         return round_

@@ -361,6 +361,12 @@ class EventDecoder(Protocol):
     def events(self) -> int:
         """How many events were fed."""
 
+    @property
+    def working(self) -> bool:
+        """The model is at work on what the stream does not show yet (Anthropic: a thinking
+        block with its text omitted, a tool's input buffered, a server tool running): the
+        server sends only keep-alives then, and any piece of the body counts as progress."""
+
     def event(self, event: ServerSentEvent) -> list[AgentResponseUpdate]:
         """The updates in one event. Raises ``ModelResponseError`` for a broken stream."""
 
@@ -492,7 +498,7 @@ class SSEStream:
                     f"{parser.max_event_size:,} bytes that does not end (no blank line): not "
                     "a model's stream"
                 )
-            self._fresh = len(pending) > before
+            self._fresh = len(pending) > before or self._decoder.working
             if self._fresh:
                 self._deadline = trio.current_time() + self._patience
         except ModelResponseError as exc:

@@ -140,6 +140,15 @@ def _version(_: object, __: attrs.Attribute[Any], value: object) -> None:
         raise ConfigurationError(f"anthropic_version must be a non-empty string, got {value!r}")
 
 
+def _interleaved(headers: Mapping[str, str]) -> bool:
+    """Interleaved thinking is on (an ``anthropic-beta`` header names it): its budget is the
+    whole context window, and may be above ``max_tokens``."""
+    return any(
+        name.lower() == "anthropic-beta" and "interleaved-thinking" in value
+        for name, value in headers.items()
+    )
+
+
 @attrs.define(eq=False, repr=False, field_transformer=reconfigurable)
 class AnthropicChatClient(Pooled):
     """A :class:`ChatClient` for Anthropic's Messages API.
@@ -174,7 +183,9 @@ class AnthropicChatClient(Pooled):
         max_tokens: The most tokens a response may generate (the API requires the field).
             Default 4096. ``RunOptions(model_options={"max_tokens": ...})`` overrides it per run.
         thinking: Extended thinking, shaped as the API's ``thinking`` field:
-            ``{"type": "enabled", "budget_tokens": 4000}`` (the budget below ``max_tokens``),
+            ``{"type": "enabled", "budget_tokens": 4000}`` (the budget below ``max_tokens``,
+            unless ``headers`` turn on interleaved thinking:
+            ``{"anthropic-beta": "interleaved-thinking-2025-05-14"}``),
             ``{"type": "adaptive"}`` on models that decide themselves, or ``None`` (the
             default) to leave it out. Sent as it is.
         anthropic_version: The ``anthropic-version`` header, default ``"2023-06-01"``. Beta
@@ -182,7 +193,9 @@ class AnthropicChatClient(Pooled):
         timeout: Seconds, an ``httpx2.Timeout``, or ``None`` for no timeout; applies to every
             request. The read timeout bounds each silence within a response, including the wait
             for the first token, and the time a response may go without progress (``ping``
-            events do not count). Default: 10 s to connect, 120 s for the rest.
+            events do not count, but while a thinking or tool use block is open or a server
+            tool runs, when the API sends nothing else). Default: 10 s to connect, 120 s for
+            the rest.
         max_retries: How often to retry a request that failed before any of its response was
             read: HTTP 429, 529 (``overloaded_error``) and other 5xx, and connection failures.
             Default 2.
@@ -206,7 +219,8 @@ class AnthropicChatClient(Pooled):
     Raises:
         ConfigurationError: an empty model name, a ``base_url`` that is not an http(s) URL (or
             ends in ``/v1``), ``max_tokens`` below 1, a ``thinking`` that is not shaped as the
-            API's (or whose ``budget_tokens`` is not below ``max_tokens``), a timeout or retry
+            API's (or whose ``budget_tokens`` is not below ``max_tokens``, without interleaved
+            thinking), a timeout or retry
             setting that is negative, NaN or not a number, ``model_options`` that set a field
             the client owns, an ``http_client`` that is not an ``httpx2.AsyncClient``, or an
             API key or header that cannot go in an HTTP header (a newline, whitespace around it,
@@ -265,19 +279,23 @@ class AnthropicChatClient(Pooled):
     def __attrs_post_init__(self) -> None:
         derive = object.__setattr__  # past the ``reconfigured`` hook: that is for later changes
         self._derive("/v1/messages", "anthropic")
+        defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
+        key = {"x-api-key": self._api_key} if self._api_key else {}
+        headers = merged_headers(defaults, self._extra_headers, key)
+        derive(self, "_headers", headers)
         thinking = self.thinking
         if (
             thinking is not None
             and thinking["type"] == "enabled"
             and thinking["budget_tokens"] >= self.max_tokens
+            and not _interleaved(headers)
         ):
             raise ConfigurationError(
                 f"thinking budget_tokens ({thinking['budget_tokens']}) must be below "
-                f"max_tokens ({self.max_tokens}): the thinking counts towards max_tokens"
+                f"max_tokens ({self.max_tokens}): the thinking counts towards max_tokens "
+                "(with interleaved thinking, the anthropic-beta header "
+                "interleaved-thinking-2025-05-14, it may be above)"
             )
-        defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
-        key = {"x-api-key": self._api_key} if self._api_key else {}
-        derive(self, "_headers", merged_headers(defaults, self._extra_headers, key))
 
     def __repr__(self) -> str:
         key = ", api_key=***" if self._api_key else ""
@@ -385,10 +403,12 @@ class _Turn:
         self._response: httpx2.Response | None = None
         self._stream: SSEStream | None = None
 
-    def _new_decoder(self) -> AnthropicDecoder:
+    def _new_decoder(self, after: AnthropicDecoder | None = None) -> AnthropicDecoder:
         more = self._continuations < self._client.max_continuations
         prefix = f"{self._continuations}." if self._continuations else ""
-        return AnthropicDecoder(key_prefix=prefix, continue_pause=more, facts=RESPONSE_FACTS.get())
+        return AnthropicDecoder(
+            key_prefix=prefix, continue_pause=more, facts=RESPONSE_FACTS.get(), after=after
+        )
 
     async def start(self) -> None:
         self._response, self._stream = await self._client._open(
@@ -430,7 +450,7 @@ class _Turn:
             messages.append({"role": "assistant", "content": blocks})
         self._body = {**self._body, "messages": messages}
         self._continuations += 1
-        self._decoder = self._new_decoder()
+        self._decoder = self._new_decoder(paused)
         await self.start()
 
     async def aclose(self) -> None:

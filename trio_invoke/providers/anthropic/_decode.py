@@ -19,8 +19,10 @@ turns them into updates:
   kept, as the API refuses a conversation with an unsigned one); a ``redacted_thinking`` block
   (whole in its start) into one such piece.
   The assistant message then carries ``provider_data["thinking_blocks"]``: the blocks exactly as
-  the API sent them, which go back unchanged in later requests of the tool loop (the API checks
-  their signatures, and refuses a tool loop without them when thinking is on);
+  the API sent them (and, for a block that came after text or calls, its place in
+  ``provider_data["thinking_places"]``), which go back unchanged in later requests of the
+  tool loop (the API checks their signatures, and refuses a tool loop without them when
+  thinking is on);
 * ``message_delta`` and ``message_stop`` into one ``Finish`` with the stop reason and the
   usage (``message_delta``'s counts are cumulative: the last one counts, never a sum; with
   ``iterations``, the sum of the passes it lists);
@@ -64,6 +66,7 @@ from .._sse import ServerSentEvent
 __all__ = [
     "STOP_REASONS",
     "THINKING_BLOCKS",
+    "THINKING_PLACES",
     "AnthropicDecoder",
     "error_description",
     "error_message",
@@ -71,6 +74,11 @@ __all__ = [
 
 THINKING_BLOCKS: Final = "thinking_blocks"
 """The ``provider_data`` field of an assistant message that holds its thinking blocks."""
+THINKING_PLACES: Final = "thinking_places"
+"""The ``provider_data`` field that says where a thinking block came that did not come before
+the text and the calls: ``{"block": n, "after_calls": calls, "after_text": bool}``, ``n`` its
+place in ``thinking_blocks``, ``calls`` how many ``tool_use`` blocks came before it (interleaved
+thinking). A block with no entry came first."""
 STOP_REASONS: Final = {
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,
@@ -82,6 +90,7 @@ STOP_REASONS: Final = {
 """The API's stop reasons and what they mean here; ``pause_turn`` is the client's to handle
 (see :attr:`AnthropicDecoder.paused`), and an unknown reason is ``STOP``."""
 PAUSE_TURN: Final = "pause_turn"
+REFUSAL: Final = "refusal"
 _MODELLED: Final = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
 """The block types the decoder turns into updates: a delta of a known type that does not fit
 one of these is a broken stream. A delta on a block of any other type is never fatal."""
@@ -105,6 +114,8 @@ class _Block:
     key: str | None = None
     """For a ``thinking`` block: the key of its ``ProviderDataDelta``, which goes out whole
     when the block is complete."""
+    place: tuple[int, bool] = (0, False)
+    """For a thinking block: how many calls, and whether text, came before it."""
     json: list[str] = attrs.field(factory=list)
     """The ``input_json_delta`` pieces (of a ``tool_use`` block, or of a block the decoder does
     not model: ``server_tool_use``, ``mcp_tool_use``, ...)."""
@@ -121,6 +132,8 @@ class AnthropicDecoder:
     Args:
         key_prefix: Prefixes the keys of the ``thinking_blocks`` pieces, so that the blocks of
             the responses of one paused and continued turn stay apart (their indices restart).
+        after: The decoder of the paused response this one continues: its thinking blocks and
+            text come first in the turn's message (see ``THINKING_PLACES``).
         continue_pause: Whether a ``pause_turn`` stop is left to the client to continue (no
             ``Finish``: :attr:`paused` says so). ``False``: the response ends with
             ``Finish(LENGTH)``, the turn unfinished. A paused response that called tools ends
@@ -133,6 +146,7 @@ class AnthropicDecoder:
         key_prefix: str = "",
         continue_pause: bool = True,
         facts: ResponseFacts | None = None,
+        after: AnthropicDecoder | None = None,
     ) -> None:
         self.facts = facts
         """Takes the ``id`` and ``model`` of ``message_start``'s message."""
@@ -141,6 +155,10 @@ class AnthropicDecoder:
         self._blocks: dict[int, _Block] = {}
         self._order: list[_Block] = []
         self._calls = 0
+        self.kept: int = after.kept if after is not None else 0
+        """How many thinking blocks of the turn went out (``ProviderDataDelta``) so far."""
+        self.texted: bool = after.texted if after is not None else False
+        """Text of the turn went out."""
         self._started = False
         self._input = (0, 0, 0)  # input, cache read, cache creation, as message_start said
         self._output = 0
@@ -155,6 +173,13 @@ class AnthropicDecoder:
         reason)."""
         self.paused = False
         """The response ended with ``pause_turn`` and is the client's to continue."""
+        self.working = False
+        """The model is at work on what the stream does not show: a thinking block is open
+        (with ``display: "omitted"`` it stays empty until its signature), a tool use block is
+        open (without fine-grained tool streaming the API buffers each parameter value whole),
+        or a server tool's block has ended and its result has not started (the tool runs). The
+        API sends only ``ping`` events meanwhile, and they count as progress for the read
+        timeout."""
 
     # -- what the client reads ---------------------------------------------------------------
 
@@ -190,6 +215,10 @@ class AnthropicDecoder:
     def event(self, event: ServerSentEvent) -> list[AgentResponseUpdate]:
         """The updates of one server-sent event."""
         self.events += 1
+        if self.finished:
+            # Nothing counts after message_stop, whatever it is (a proxy's "[DONE]", a late
+            # error): the response is whole, and the same in whichever piece this came.
+            return []
         try:
             data = json.loads(event.data)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
@@ -210,8 +239,6 @@ class AnthropicDecoder:
                 f"the server reported an error in the stream: {named}{message}",
                 error_type=error_type,
             )
-        if self.finished:
-            return []  # nothing counts after message_stop
         if kind == "message_start":
             return self._message_start(data)
         if kind == "content_block_start":
@@ -297,14 +324,19 @@ class AnthropicDecoder:
                 f"content block {index} started without a type: {_preview(json.dumps(data))}"
             )
         kind: str = content["type"]
+        self.working = kind == "thinking" or kind.endswith("tool_use")
         block = _Block(kind, dict(content))
         self._blocks[index] = block
         self._order.append(block)
         if kind == "text":
             text = content.get("text")
-            return [TextDelta(text)] if isinstance(text, str) and text else []
+            if isinstance(text, str) and text:
+                self.texted = True
+                return [TextDelta(text)]
+            return []
         if kind == "tool_use":
             return self._tool_start(index, block, content)
+        block.place = (self._calls, self.texted)
         if kind == "thinking":
             # The block itself goes out whole at its content_block_stop (see _close).
             thinking, signature = content.get("thinking"), content.get("signature")
@@ -314,7 +346,8 @@ class AnthropicDecoder:
             return [ReasoningDelta(thinking)] if thinking else []
         if kind == "redacted_thinking":
             try:
-                return [ProviderDataDelta(THINKING_BLOCKS, self._key(index), update=content)]
+                piece = ProviderDataDelta(THINKING_BLOCKS, self._key(index), update=content)
+                return self._kept(block, piece)
             except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
                 raise ModelResponseError(
                     f"the server sent a redacted_thinking block that is not JSON ({exc})"
@@ -364,7 +397,10 @@ class AnthropicDecoder:
         if kind == "text_delta":
             text = self._piece(delta, "text", block, ("text",))
             block.raw["text"] = block.raw.get("text", "") + text
-            return [TextDelta(text)] if text else []
+            if not text:
+                return []
+            self.texted = True
+            return [TextDelta(text)]
         if kind == "input_json_delta":
             piece = self._piece(delta, "partial_json", block, ("tool_use",))
             block.json.append(piece)
@@ -416,6 +452,8 @@ class AnthropicDecoder:
 
     def _close(self, block: _Block, *, stopped: bool = False) -> list[AgentResponseUpdate]:
         block.open = False
+        # server_tool_use, mcp_tool_use, ...: the API runs the tool now
+        self.working = block.kind not in _MODELLED and block.kind.endswith("tool_use")
         if block.key is not None:
             return self._thinking(block, stopped=stopped)
         if block.call_id is None:
@@ -429,8 +467,16 @@ class AnthropicDecoder:
         updates.append(ToolCallEnd(block.call_id))
         return updates
 
-    @staticmethod
-    def _thinking(block: _Block, *, stopped: bool) -> list[AgentResponseUpdate]:
+    def _kept(self, block: _Block, piece: ProviderDataDelta) -> list[AgentResponseUpdate]:
+        """A thinking block's piece, and where it came if not first (``THINKING_PLACES``)."""
+        position, self.kept = self.kept, self.kept + 1
+        calls, texted = block.place
+        if not (calls or texted):
+            return [piece]
+        place = {"block": position, "after_calls": calls, "after_text": texted}
+        return [piece, ProviderDataDelta(THINKING_PLACES, piece.key, update=place)]
+
+    def _thinking(self, block: _Block, *, stopped: bool) -> list[AgentResponseUpdate]:
         """A ``thinking`` block's one ``ProviderDataDelta``, once the block is whole: at its
         ``content_block_stop``, or at the end of the response if its signature came. The API
         checks the signature of every thinking block sent back, earlier turns' too, so a
@@ -439,14 +485,13 @@ class AnthropicDecoder:
         thinking, signature = block.raw["thinking"], block.raw["signature"]
         if block.key is None or not (stopped or signature):
             return []
-        return [
-            ProviderDataDelta(
-                THINKING_BLOCKS,
-                block.key,
-                update={"type": "thinking"},
-                extend={"thinking": thinking, "signature": signature},
-            )
-        ]
+        piece = ProviderDataDelta(
+            THINKING_BLOCKS,
+            block.key,
+            update={"type": "thinking"},
+            extend={"thinking": thinking, "signature": signature},
+        )
+        return self._kept(block, piece)
 
     def _message_delta(self, data: Mapping[str, Any]) -> None:
         delta = data.get("delta")
@@ -469,10 +514,15 @@ class AnthropicDecoder:
         for block in self._order:
             if block.open:
                 ended += self._close(block)
+        self.working = False
         if self.stop_reason == PAUSE_TURN and not self._calls and self._continue_pause:
             self.paused = True
             return ended
-        if self._calls:
+        if self.stop_reason == REFUSAL:
+            # Even with calls: the API's classifier stopped the response, and a refused turn
+            # is to be reset, not answered (as the OpenAI client keeps content_filter).
+            reason = FinishReason.CONTENT_FILTER
+        elif self._calls:
             reason = FinishReason.TOOL_CALLS
         elif self.stop_reason == PAUSE_TURN:
             reason = FinishReason.LENGTH  # a paused turn no one continues is unfinished

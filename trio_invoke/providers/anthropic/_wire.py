@@ -10,10 +10,12 @@ takes it.
   empty text blocks), and so is a message that ends up with no blocks.
 * An assistant message goes as its thinking blocks (``provider_data["thinking_blocks"]``, exactly
   as the API sent them: the signatures are checked), then its text, then a ``tool_use`` block per
-  call in call order, the arguments as the ``input`` object (arguments that are not a JSON
-  object, ``NaN`` or ``Infinity`` in them included, go as ``{}``: the call's result tells the
-  model what was wrong). Reasoning without
-  thinking blocks (from another provider) is not sent: the API takes only signed thinking.
+  call in call order (a thinking block that came after the text or after calls --
+  interleaved thinking, ``provider_data["thinking_places"]`` -- goes back there: the API
+  refuses the blocks of the latest assistant message moved), the arguments as the ``input``
+  object (arguments that are not a JSON object, ``NaN`` or ``Infinity`` in them included, go
+  as ``{}``: the call's result tells the model what was wrong). Reasoning without thinking
+  blocks (from another provider) is not sent: the API takes only signed thinking.
 * The tool messages answering one batch become ``tool_result`` blocks in one user message, in
   call order, with ``is_error`` for error results: a tool message marked
   ``provider_data["is_error"]`` true, or, with no mark, one whose text is the loop's error text
@@ -40,7 +42,7 @@ from ..._exceptions import ArgumentsError, ConfigurationError
 from ..._messages import _LOOP_ERROR, ChatMessage, MessageRole
 from ..._tools import ToolDefinition
 from ..._validate import parse_arguments
-from ._decode import THINKING_BLOCKS
+from ._decode import THINKING_BLOCKS, THINKING_PLACES
 
 __all__ = ["wire_conversation", "wire_tool_choice", "wire_tools"]
 
@@ -105,13 +107,47 @@ def _image(part: ImagePart) -> dict[str, Any]:
 
 
 def _assistant(message: ChatMessage) -> list[dict[str, Any]]:
-    blocks = _thinking(message)
-    blocks += _blocks(message.parts)
-    for call in message.tool_calls or ():
-        blocks.append(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
-        )
+    thinking = _thinking(message)
+    calls = [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+        for call in message.tool_calls or ()
+    ]
+    # Each thinking block goes where it came (see _places): first, after the text, or after
+    # the calls that came before it.
+    slots: list[list[dict[str, Any]]] = [[] for _ in range(len(calls) + 2)]
+    places = _places(message, len(thinking))
+    for n, block in enumerate(thinking):
+        after_calls, after_text = places.get(n, (0, False))
+        slots[1 + min(after_calls, len(calls)) if after_calls else int(after_text)].append(block)
+    blocks = [*slots[0], *_blocks(message.parts), *slots[1]]
+    for call, after in zip(calls, slots[2:], strict=True):
+        blocks += [call, *after]
     return blocks
+
+
+def _places(message: ChatMessage, kept: int) -> dict[int, tuple[int, bool]]:
+    """Where the thinking blocks that did not come first came (``THINKING_PLACES``), by their
+    place in ``thinking_blocks``; an entry that is not one is left out."""
+    places = message.provider_data.get(THINKING_PLACES)
+    if not isinstance(places, list | tuple):
+        return {}
+    out: dict[int, tuple[int, bool]] = {}
+    for place in places:
+        if not isinstance(place, Mapping):
+            continue
+        n, calls, texted = place.get("block"), place.get("after_calls"), place.get("after_text")
+        if (
+            isinstance(n, int)
+            and isinstance(calls, int)
+            and not isinstance(n, bool)
+            and not isinstance(calls, bool)
+            and isinstance(texted, bool)
+            and 0 <= n < kept
+            and calls >= 0
+            and (calls, texted) != (0, False)
+        ):
+            out[n] = (calls, texted)
+    return out
 
 
 def _thinking(message: ChatMessage) -> list[dict[str, Any]]:

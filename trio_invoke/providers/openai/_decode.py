@@ -107,6 +107,8 @@ class ChunkDecoder:
         """How many events were fed."""
         self.finished = False
         """The ``Finish`` has been produced (on ``[DONE]`` or at the end of the body)."""
+        self.working = False
+        """Never: every piece of a chat-completions stream shows what the model did."""
 
     def event(self, event: ServerSentEvent) -> list[AgentResponseUpdate]:
         """The updates in one server-sent event (an ``error`` event raises)."""
