@@ -344,10 +344,11 @@ class Round:
         approval only the calls that need approval wait (the pause lists them last)."""
         assert self.accumulator is not None
         if type(update) is ToolCallStart:
+            if not self.run.needs_approval(update.name):
+                return
             if not self.run.per_call_approval:
-                if self.run.needs_approval(update.name):
-                    self._approval_at = min(self._approval_at, self.accumulator.position(update.id))
-            elif self._site.order is not None and self.run.needs_approval(update.name):
+                self._approval_at = min(self._approval_at, self.accumulator.position(update.id))
+            elif self._site.order is not None:
                 self._site.order.passed(update.id)  # it waits for approval: not in this round
         elif (
             ended is not None
