@@ -232,7 +232,12 @@ class Pooled:
     A mixin of the attrs client classes, which define the attributes below.
     """
 
+    base_url: str
+    max_retries: int
+    retry_backoff: float
+    max_retry_delay: float
     url: str
+    provider_name: str
     timeout: httpx2.Timeout
     on_retry: Callable[[Exception, int, float], object] | None
     _headers: dict[str, str]
@@ -245,14 +250,13 @@ class Pooled:
         policy, the delays as floats, ``url`` (``base_url`` + ``path``) and ``provider_name``
         (``api`` for a host it does not know). Past the ``reconfigured`` hook: that is for
         later changes."""
-        settings: Any = self
         derive = object.__setattr__
-        retry = RetryPolicy(settings.max_retries, settings.retry_backoff, settings.max_retry_delay)
+        retry = RetryPolicy(self.max_retries, self.retry_backoff, self.max_retry_delay)
         derive(self, "_retry", retry)
-        derive(self, "retry_backoff", float(settings.retry_backoff))
-        derive(self, "max_retry_delay", float(settings.max_retry_delay))
-        derive(self, "url", endpoint(settings.base_url, path))
-        derive(self, "provider_name", gen_ai_provider(settings.base_url, api))
+        derive(self, "retry_backoff", float(self.retry_backoff))
+        derive(self, "max_retry_delay", float(self.max_retry_delay))
+        derive(self, "url", endpoint(self.base_url, path))
+        derive(self, "provider_name", gen_ai_provider(self.base_url, api))
 
     async def __aenter__(self) -> Self:
         """Open a connection pool that the runs inside the block share.
