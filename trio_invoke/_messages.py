@@ -266,8 +266,8 @@ def _to_tool_calls(value: Iterable[ToolCall] | None) -> tuple[ToolCall, ...] | N
 def _to_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPart, ...]:
     if type(value) is str:
         return value
-    if isinstance(value, str):
-        return str(value)
+    if isinstance(value, str):  # its characters, not its __str__ (a str enum's is its name)
+        return str.__str__(value)
     if isinstance(value, TextPart | ImagePart | RawPart):
         return (value,)
     if isinstance(value, Mapping) or not isinstance(value, Iterable):

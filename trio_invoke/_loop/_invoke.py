@@ -155,8 +155,8 @@ class Site:
 
 def to_text(value: Any) -> str:
     """A tool's return value as the model reads it: a ``str`` as it is, else compact JSON."""
-    if isinstance(value, str):
-        return value
+    if isinstance(value, str):  # a subclass as its characters, as tool_result_content does
+        return str.__str__(value)
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
