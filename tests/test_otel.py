@@ -270,6 +270,47 @@ async def test_capture_content_records_messages_arguments_and_results(otel: Otel
     assert first_outputs[0]["parts"][0]["type"] == "tool_call"
 
 
+@pytest.mark.parametrize("eager", [False, True])
+async def test_captured_arguments_are_those_a_middleware_passed_to_the_tool(
+    otel: Otel, eager: bool
+) -> None:
+    async def rewrite(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return await call_next(context.evolve(arguments={"topic": "rewritten"}))
+
+    async def answer(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return ToolCalled(context.call, "cached", is_error=False)
+
+    script = [batch("lookup", "lookup"), [TextDelta("Done."), Finish(FinishReason.STOP)]]
+    agent = FunctionInvokingChatClient(
+        Model(script),
+        [lookup],
+        telemetry=otel.telemetry(capture_content=True),
+        eager_tools=eager,
+        middleware=[rewrite],
+    )
+    result = await run_to_completion(agent, USER)
+    called = {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+    for span in otel.named("execute_tool"):
+        attributes = span.attributes or {}
+        ran = called[str(attributes["gen_ai.tool.call.id"])]
+        assert json.loads(str(attributes["gen_ai.tool.call.arguments"])) == {"topic": "rewritten"}
+        assert json.loads(ran.call.arguments) == {"topic": "rewritten"}
+        assert attributes["gen_ai.tool.call.result"] == f"{SECRET} about rewritten"
+    # A middleware that answers without the tool leaves the model's arguments.
+    agent = FunctionInvokingChatClient(
+        Model([batch("lookup"), "Done."]),
+        [lookup],
+        telemetry=otel.telemetry(capture_content=True),
+        middleware=[answer],
+    )
+    otel.exporter.clear()
+    await run_to_completion(agent, USER)
+    (span,) = otel.named("execute_tool")
+    attributes = span.attributes or {}
+    assert json.loads(str(attributes["gen_ai.tool.call.arguments"])) == {"topic": SECRET}
+    assert attributes["gen_ai.tool.call.result"] == "cached"
+
+
 async def test_captured_messages_hold_every_kind_of_part_as_the_conventions_describe(
     otel: Otel,
 ) -> None:

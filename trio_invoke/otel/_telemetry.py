@@ -237,8 +237,9 @@ class Telemetry:
         tracer_provider: Where spans go; default: the global one (set it once per process).
         meter_provider: Where metrics go; default: the global one.
         capture_content: Also record what was said: the chat spans' ``gen_ai.input.messages`` /
-            ``gen_ai.output.messages`` and the tool spans' ``gen_ai.tool.call.arguments`` /
-            ``gen_ai.tool.call.result`` (JSON; messages as the conventions' schemas have them:
+            ``gen_ai.output.messages`` and the tool spans' ``gen_ai.tool.call.arguments`` (those
+            the tool ran with, as a middleware passed them on) / ``gen_ai.tool.call.result``
+            (JSON; messages as the conventions' schemas have them:
             ``role``, ``parts``, an output's ``finish_reason``). Off by default: no arguments,
             results or message text in any attribute.
         agent_name: Names the agent in the run span's name and ``gen_ai.agent.name``.
@@ -355,7 +356,8 @@ class _Run:
                     span.set_attribute(names.TOOL_CALL_ARGUMENTS, _json(dict(arguments)))
         except Exception:
             _failed(f"setting the attributes of {name!r}")
-        return _Tool(self.telemetry, span, trace.set_span_in_context(span, self.context))
+        context = trace.set_span_in_context(span, self.context)
+        return _Tool(self.telemetry, span, context, call.arguments)
 
     def end(self, reason: FinishReason | None, usage: Usage | None, error: str | None) -> None:
         span = self.span
@@ -495,6 +497,8 @@ class _Tool:
     span: trace.Span
     context: otel_context.Context
     """The run's context with this call's span current: what the call runs in."""
+    arguments: str
+    """The call's arguments as it started, before its middleware."""
 
     def running(self) -> _Current:
         return _Current(self.context)
@@ -504,6 +508,9 @@ class _Tool:
         try:
             if span.is_recording():
                 if called is not None and self.telemetry.capture_content:
+                    if called.call.arguments != self.arguments:  # a middleware changed them
+                        ran_with = _json(_arguments(called.call.arguments))
+                        span.set_attribute(names.TOOL_CALL_ARGUMENTS, ran_with)
                     span.set_attribute(names.TOOL_CALL_RESULT, wire_text(called.result))
                 if error_type is not None:
                     _fail(span, error_type)
