@@ -936,6 +936,16 @@ async def test_without_an_sdk_it_does_nothing_and_breaks_nothing() -> None:
     assert any(isinstance(u, ToolCalled) for u in result.updates)
 
 
+@pytest.mark.parametrize("bad", [True, False, 1, "otel", Telemetry, object()])
+def test_telemetry_that_is_not_an_observer_is_a_type_error_where_it_is_given(bad: Any) -> None:
+    with pytest.raises(TypeError, match="telemetry"):
+        FunctionInvokingChatClient(ScriptedChatClient(["x"]), telemetry=bad)
+    agent = FunctionInvokingChatClient(ScriptedChatClient(["x"]))
+    with pytest.raises(TypeError, match="telemetry"):
+        agent.telemetry = bad
+    assert agent.telemetry is None
+
+
 def test_import_without_opentelemetry_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     for name in [n for n in sys.modules if n.startswith("trio_invoke.otel")]:

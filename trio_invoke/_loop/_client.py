@@ -92,6 +92,25 @@ def _checked_middleware(middleware: Sequence[ToolMiddleware]) -> tuple[ToolMiddl
     return checked
 
 
+def _checked_telemetry(telemetry: Observer | None) -> Observer | None:
+    """``telemetry`` if it is ``None`` or an observer (it has a ``run`` method), else a
+    ``TypeError`` saying what it is: every run would fail on it (``telemetry=True``, or the
+    ``Telemetry`` class rather than an instance of it)."""
+    if telemetry is None:
+        return None
+    if isinstance(telemetry, type):
+        raise TypeError(
+            f"telemetry is the class {telemetry.__qualname__}, not an observer: pass an "
+            f"instance of it ({telemetry.__qualname__}())"
+        )
+    if not callable(getattr(telemetry, "run", None)):
+        raise TypeError(
+            f"telemetry must be an observer such as trio_invoke.otel.Telemetry(), got "
+            f"{telemetry!r:.80}"
+        )
+    return telemetry
+
+
 def _checked_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):
         raise TypeError(
@@ -229,7 +248,7 @@ class FunctionInvokingChatClient:
             raise ConfigurationError(f"approval must be 'batch' or 'per_call', got {approval!r}")
         self.approval = approval
         self.middleware = _checked_middleware(middleware)
-        self.telemetry = telemetry
+        self.telemetry = _checked_telemetry(telemetry)
         _check("max_consecutive_errors", max_consecutive_errors, 1)
         for flag, value in (
             ("sequential", sequential),
