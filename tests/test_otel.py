@@ -29,6 +29,7 @@ from trio_invoke import (
     CallNext,
     ChatClientError,
     ChatMessage,
+    ConfigurationError,
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
@@ -944,6 +945,33 @@ def test_telemetry_that_is_not_an_observer_is_a_type_error_where_it_is_given(bad
     with pytest.raises(TypeError, match="telemetry"):
         agent.telemetry = bad
     assert agent.telemetry is None
+
+
+@pytest.mark.parametrize(
+    ("option", "bad"),
+    [
+        ("capture_content", "false"),
+        ("capture_content", 0),
+        ("capture_content", None),
+        ("agent_name", 7),
+        ("agent_name", b"agent"),
+    ],
+)
+async def test_options_of_the_wrong_type_are_a_configuration_error(
+    otel: Otel, option: str, bad: Any
+) -> None:
+    with pytest.raises(ConfigurationError, match=option):
+        otel.telemetry(**{option: bad})
+    telemetry = otel.telemetry()
+    with pytest.raises(ConfigurationError, match=option):
+        setattr(telemetry, option, bad)
+    # Above all, no content goes out from a run with a string that reads "false".
+    agent = FunctionInvokingChatClient(
+        Model([batch("lookup"), "Done."]), [lookup], telemetry=telemetry
+    )
+    await run_to_completion(agent, USER)
+    for span in otel.spans():
+        assert SECRET not in str(span.attributes)
 
 
 def test_import_without_opentelemetry_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from .._content import ContentPart, ImagePart, TextPart
+from .._exceptions import ConfigurationError
 from .._facts import RESPONSE_FACTS, ResponseFacts
 from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
 from .._options import RunOptions
@@ -187,6 +188,17 @@ def _set_usage(span: trace.Span, usage: Usage | None) -> None:
             span.set_attribute(names.USAGE_CACHE_CREATION_TOKENS, usage.cache_creation_input_tokens)
 
 
+def _a_bool(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    # (a string from a config file or the environment, "false", would turn it on)
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{attribute.name} must be True or False, got {value!r:.80}")
+
+
+def _text_or_none(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigurationError(f"{attribute.name} must be a str or None, got {value!r:.80}")
+
+
 @attrs.define(kw_only=True)
 class Telemetry:
     """OpenTelemetry spans and metrics for every run of the loop, after the GenAI semantic
@@ -243,12 +255,17 @@ class Telemetry:
             ``role``, ``parts``, an output's ``finish_reason``). Off by default: no arguments,
             results or message text in any attribute.
         agent_name: Names the agent in the run span's name and ``gen_ai.agent.name``.
+
+    Raises:
+        ConfigurationError: ``capture_content`` is not a bool (``"false"`` from a config file
+            would turn it on), or ``agent_name`` is neither a str nor ``None``; also when one
+            is assigned later.
     """
 
     tracer_provider: trace.TracerProvider | None = None
     meter_provider: metrics.MeterProvider | None = None
-    capture_content: bool = False
-    agent_name: str | None = None
+    capture_content: bool = attrs.field(default=False, validator=_a_bool)
+    agent_name: str | None = attrs.field(default=None, validator=_text_or_none)
     _tracer: trace.Tracer = attrs.field(init=False)
     _token_usage: metrics.Histogram = attrs.field(init=False)
     _duration: metrics.Histogram = attrs.field(init=False)
