@@ -267,7 +267,7 @@ def _to_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPart, 
     if type(value) is str:
         return value
     if isinstance(value, str):
-        return str(value)
+        return str.__str__(value)  # a plain str: a subclass's own __str__ may raise
     if isinstance(value, TextPart | ImagePart | RawPart):
         return (value,)
     if isinstance(value, Mapping) or not isinstance(value, Iterable):
