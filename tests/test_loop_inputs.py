@@ -36,6 +36,7 @@ from trio_invoke import (
     ToolCalled,
     ToolCallEnd,
     ToolCallStart,
+    Usage,
     tool,
 )
 from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_calls_response
@@ -300,6 +301,37 @@ async def test_an_update_holding_the_wrong_type_is_a_protocol_error(item: Any, m
         async with agent.run(USER) as stream:
             async for _ in stream:
                 pass
+    assert_transcript_valid([*USER, *stream.messages])
+
+
+@pytest.mark.parametrize(
+    ("finish", "match"),
+    [
+        (Finish("stop"), r"Finish\.finish_reason must be a FinishReason, got 'stop'"),  # type: ignore[arg-type]
+        (Finish("length"), r"Finish\.finish_reason must be a FinishReason, got 'length'"),  # type: ignore[arg-type]
+        (Finish(None), r"Finish\.finish_reason must be a FinishReason, got None"),  # type: ignore[arg-type]
+        (Finish(FinishReason.STOP, 5), r"Finish\.usage must be a Usage or None, got 5"),  # type: ignore[arg-type]
+        (
+            Finish(FinishReason.STOP, {"input_tokens": 1}),  # type: ignore[arg-type]
+            r"Finish\.usage must be a Usage or None, got \{'input_tokens': 1\}",
+        ),
+    ],
+)
+@pytest.mark.parametrize("rounds", [1, 2])
+async def test_a_finish_holding_the_wrong_type_is_a_protocol_error(
+    finish: Finish, match: str, rounds: int
+) -> None:
+    first = [ToolCallStart("c1", "echo"), ToolCallArgs("c1", '{"text": "x"}'), ToolCallEnd("c1")]
+    responses: list[list[Any]] = [[TextDelta("answer"), finish]]
+    if rounds == 2:  # after a round whose usage counted
+        responses.insert(0, [*first, Finish(FinishReason.TOOL_CALLS, Usage(3, 4))])
+    agent = FunctionInvokingChatClient(ScriptedChatClient(responses), [echo])
+    seen: list[AgentResponseUpdate] = []
+    with trio.fail_after(5), pytest.raises(StreamProtocolError, match=match):
+        async with agent.run(USER) as stream:
+            async for update in stream:
+                seen.append(update)
+    assert not any(isinstance(update, Finish) for update in seen)
     assert_transcript_valid([*USER, *stream.messages])
 
 

@@ -43,6 +43,7 @@ from .._messages import (
     FinishReason,
     MessageRole,
     ToolCall,
+    Usage,
     _loop_tool_result,
     _stops_loop,
 )
@@ -304,6 +305,7 @@ class Round:
                                 f"{type(update).__name__} after the response's Finish"
                             )
                         if type(update) is Finish:
+                            _check_finish(update)
                             finish = update
                             run.count_usage(update.usage)
                             continue
@@ -445,6 +447,19 @@ def _failure(run: Run, exc: BaseException) -> BaseException:
         error = ChatClientError(f"the chat client {client} failed: {type(cause).__name__}: {cause}")
     error.__cause__ = cause
     return error
+
+
+def _check_finish(finish: Finish) -> None:
+    """A model's ``Finish`` holds a ``FinishReason`` and a ``Usage`` or ``None`` (attrs does not
+    check the types it is given: a ``"length"`` would otherwise read as ``STOP``)."""
+    reason: object = finish.finish_reason
+    usage: object = finish.usage
+    if type(reason) is not FinishReason:
+        raise StreamProtocolError(
+            f"Finish.finish_reason must be a FinishReason, got {reason!r:.80}"
+        )
+    if usage is not None and not isinstance(usage, Usage):
+        raise StreamProtocolError(f"Finish.usage must be a Usage or None, got {usage!r:.80}")
 
 
 def _not_a_model_update(run: Run, update: object) -> str:
