@@ -172,6 +172,40 @@ def test_tools_must_be_an_iterable_of_tools(tools: Any) -> None:
         FunctionInvokingChatClient(ScriptedChatClient([]), tools)
 
 
+class NoRun:
+    """Has a ``run`` that is not a method: not a chat client."""
+
+    run = "fast"
+
+
+@pytest.mark.parametrize("inner", [None, 5, "gpt-4o", NoRun(), ScriptedChatClient])
+def test_an_inner_client_without_a_run_method_is_a_type_error_naming_it(inner: Any) -> None:
+    with pytest.raises(TypeError, match=r"^inner must be a chat client .*got "):
+        FunctionInvokingChatClient(inner)
+
+
+@pytest.mark.parametrize("telemetry", [5, "otel", True, NoRun()])
+def test_telemetry_without_a_run_method_is_a_type_error_naming_it(telemetry: Any) -> None:
+    with pytest.raises(TypeError, match=r"^telemetry must be .*got "):
+        FunctionInvokingChatClient(ScriptedChatClient([]), telemetry=telemetry)
+
+
+@pytest.mark.parametrize(
+    "options", [5, {"max_tool_calls": 1}, "none", [RunOptions()], RunOptions], ids=repr
+)
+async def test_options_that_are_not_run_options_are_a_type_error_naming_them(
+    options: Any,
+) -> None:
+    model = ScriptedChatClient(["hi"])
+    agent = FunctionInvokingChatClient(model)
+    with pytest.raises(TypeError, match=r"^options must be a RunOptions or None, got "):
+        async with agent.run(USER, options):
+            pass  # pragma: no cover
+    with pytest.raises(TypeError, match=r"^options must be a RunOptions or None, got "):
+        await agent.get_response(USER, options)
+    assert model.calls == []
+
+
 async def test_provider_tools_are_checked_on_entering_run() -> None:
     agent = FunctionInvokingChatClient(ScriptedChatClient(["hi"]))
     for bad, error in ((plain_async, TypeError), (named("a.b"), ConfigurationError)):
