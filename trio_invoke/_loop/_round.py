@@ -69,7 +69,6 @@ __all__ = ["EVENT_BUFFER", "Round", "Turn"]
 EVENT_BUFFER = 256
 """Capacity of each round's event channel (the seed's ``mpsc::channel(256)``)."""
 _MODEL_TYPES = frozenset(MODEL_UPDATES)
-_RUNS_CALLS = frozenset({FinishReason.TOOL_CALLS, FinishReason.AWAITING_APPROVAL})
 Events: TypeAlias = "trio.MemorySendChannel[AgentResponseUpdate]"
 
 
@@ -247,7 +246,10 @@ class Round:
                 for call in waiting:
                     await send(events, ToolApprovalRequest(call))
             turns.send_nowait(Turn(message, calls, reason))  # capacity 1, sent once
-            if reason not in _RUNS_CALLS:
+            if (
+                reason is not FinishReason.TOOL_CALLS
+                and reason is not FinishReason.AWAITING_APPROVAL
+            ):
                 run_now = ()
             order = self._site.order
             if order is not None:  # the calls that do not run hold up none that do
