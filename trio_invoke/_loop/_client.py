@@ -92,23 +92,13 @@ def _checked_middleware(middleware: Sequence[ToolMiddleware]) -> tuple[ToolMiddl
     return checked
 
 
-def _checked_telemetry(telemetry: Observer | None) -> Observer | None:
-    """``telemetry`` if it is ``None`` or an observer (it has a ``run`` method), else a
-    ``TypeError`` saying what it is: every run would fail on it (``telemetry=True``, or the
-    ``Telemetry`` class rather than an instance of it)."""
-    if telemetry is None:
-        return None
-    if isinstance(telemetry, type):
-        raise TypeError(
-            f"telemetry is the class {telemetry.__qualname__}, not an observer: pass an "
-            f"instance of it ({telemetry.__qualname__}())"
-        )
-    if not callable(getattr(telemetry, "run", None)):
-        raise TypeError(
-            f"telemetry must be an observer such as trio_invoke.otel.Telemetry(), got "
-            f"{telemetry!r:.80}"
-        )
-    return telemetry
+def _check_has_run(name: str, value: object, what: str) -> None:
+    """``value`` is an object (not a class) with a ``run`` method, else a ``TypeError``
+    naming ``name`` (at construction: later it would be an ``AttributeError`` of the run)."""
+    if isinstance(value, type):
+        raise TypeError(f"{name} must be {what}, got the class {value.__name__}: pass an instance")
+    if not callable(getattr(value, "run", None)):
+        raise TypeError(f"{name} must be {what}, got {value!r:.80}")
 
 
 def _checked_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -236,6 +226,11 @@ class FunctionInvokingChatClient:
                 "the inner client is itself a FunctionInvokingChatClient: the outer loop would "
                 "run its tool calls again; give all the tools to one loop"
             )
+        _check_has_run(
+            "inner", inner, "a chat client (an object with a run(messages, options) method)"
+        )
+        if telemetry is not None:
+            _check_has_run("telemetry", telemetry, "None or an observer such as Telemetry(...)")
         if on_max_rounds not in ("finish", "answer"):
             raise ConfigurationError(
                 f"on_max_rounds must be 'finish' or 'answer', got {on_max_rounds!r}"
@@ -248,7 +243,7 @@ class FunctionInvokingChatClient:
             raise ConfigurationError(f"approval must be 'batch' or 'per_call', got {approval!r}")
         self.approval = approval
         self.middleware = _checked_middleware(middleware)
-        self.telemetry = _checked_telemetry(telemetry)
+        self.telemetry = telemetry
         _check("max_consecutive_errors", max_consecutive_errors, 1)
         for flag, value in (
             ("sequential", sequential),
@@ -334,6 +329,8 @@ class FunctionInvokingChatClient:
     ) -> AsyncIterator[InvocationStream]:
         if options is None:
             options = _NO_OPTIONS
+        elif not isinstance(options, RunOptions):
+            raise TypeError(f"options must be a RunOptions or None, got {options!r:.80}")
         conversation = _checked_messages(messages)
         tools = self._tools
         if options.provider_tools:
