@@ -49,21 +49,11 @@ class Entry:
     tool: Tool
     validate: Callable[[Any], None]
     timeout: float | None
-    parameters: Mapping[str, Any] | None = None
-    """The schema ``validate`` was compiled from (the tool's ``parameters`` object then)."""
 
     @classmethod
     def of(cls, tool: Tool) -> Entry:
         timeout = getattr(tool, "timeout", None)
-        parameters = tool.parameters
-        return cls(tool, compile_validator(parameters), timeout, parameters)
-
-    def stale(self) -> bool:
-        """Whether the tool's schema or time limit was replaced since this entry was made."""
-        tool = self.tool
-        return tool.parameters is not self.parameters or getattr(tool, "timeout", None) != (
-            self.timeout
-        )
+        return cls(tool, compile_validator(tool.parameters), timeout)
 
 
 @attrs.frozen
@@ -155,8 +145,8 @@ class Site:
 
 def to_text(value: Any) -> str:
     """A tool's return value as the model reads it: a ``str`` as it is, else compact JSON."""
-    if isinstance(value, str):  # a subclass as its characters, as tool_result_content does
-        return str.__str__(value)
+    if isinstance(value, str):
+        return str.__str__(value)  # a plain str: a subclass's own __str__ may raise
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
