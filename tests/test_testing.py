@@ -267,6 +267,44 @@ def test_the_kit_works_without_hypothesis_and_strategies_name_the_extra() -> Non
     )
 
 
+STAR_WITHOUT_HYPOTHESIS = """
+    import importlib.abc, sys
+
+    class NoHypothesis(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] == "hypothesis":
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    sys.meta_path.insert(0, NoHypothesis())
+
+    namespace = {}
+    exec("from trio_invoke.testing import *", namespace)
+    print(sorted(name for name in namespace if name != "__builtins__"))
+"""
+
+
+def test_star_import_works_without_hypothesis_and_leaves_the_strategies_out() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(STAR_WITHOUT_HYPOTHESIS)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    strategies = {"json_values", "schemas_with_arguments", "scripted_rounds"}
+    strategies |= {"tool_arguments", "tool_call_streams"}
+    kit = sorted(set(trio_invoke.testing.__all__) - strategies)
+    assert done.stdout == f"{kit}\n"
+
+
+def test_star_import_with_hypothesis_has_the_strategies() -> None:
+    namespace: dict[str, object] = {}
+    exec("from trio_invoke.testing import *", namespace)
+    assert set(trio_invoke.testing.__all__) <= set(namespace)
+    assert "tool_call_streams" in namespace
+
+
 # -- assert_transcript_valid against every transcript of a kind, valid or broken ---------------
 
 
