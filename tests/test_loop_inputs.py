@@ -31,6 +31,7 @@ from trio_invoke import (
     StreamProtocolError,
     TextDelta,
     ToolApprovalRequest,
+    ToolApprovalResponse,
     ToolCall,
     ToolCallArgs,
     ToolCalled,
@@ -199,6 +200,23 @@ async def test_run_with_something_that_is_not_a_message_names_its_index(
     with pytest.raises(TypeError, match=match):
         async with FunctionInvokingChatClient(model).run(messages):
             pass  # pragma: no cover
+    assert model.calls == []
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"tool_timeout": 1}, ToolApprovalResponse("c1", approved=True), "none", 0],
+    ids=["dict", "approval-response", "str", "int"],
+)
+async def test_run_with_options_that_are_not_run_options_is_a_type_error(options: Any) -> None:
+    model = ScriptedChatClient(["hi"])
+    agent = FunctionInvokingChatClient(model)
+    kind = type(options).__name__
+    with pytest.raises(TypeError, match=f"options must be a RunOptions or None, got a {kind}"):
+        async with agent.run([ChatMessage.user("hi")], options):
+            pass  # pragma: no cover
+    with pytest.raises(TypeError, match="options must be a RunOptions or None"):
+        await agent.get_response([ChatMessage.user("hi")], options)
     assert model.calls == []
 
 

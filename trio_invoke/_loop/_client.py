@@ -296,6 +296,8 @@ class FunctionInvokingChatClient:
                 approval responses do not match them (raised on entry; nothing has run).
             RuntimeError: the value ``run()`` returned is entered a second time (each is one
                 run: call ``run()`` again).
+            TypeError: ``messages`` is not a sequence of :class:`ChatMessage`, or ``options``
+                is neither ``None`` nor a :class:`RunOptions` (raised on entry).
 
         Cancellation: cancelling ``options.cancel_scope`` stops the model stream and the tools
         promptly; the stream then ends with ``Error("cancelled")``, after a ``ToolCalled`` for
@@ -315,6 +317,11 @@ class FunctionInvokingChatClient:
     ) -> AsyncIterator[InvocationStream]:
         if options is None:
             options = _NO_OPTIONS
+        elif not isinstance(options, RunOptions):
+            raise TypeError(
+                f"options must be a RunOptions or None, got a {type(options).__name__} "
+                f"({options!r:.60}): RunOptions(...) takes those settings"
+            )
         conversation = _checked_messages(messages)
         tools = self._tools
         if options.provider_tools:
