@@ -32,6 +32,7 @@ from trio_invoke import (
     Usage,
 )
 from trio_invoke.testing import (
+    FunctionChatClient,
     assert_transcript_valid,
     run_to_completion,
     tool_call_updates,
@@ -200,6 +201,24 @@ def test_only_the_last_batch_may_be_pending() -> None:
         assert_transcript_valid([*earlier, *PAUSED], allow_pending_approval=True)
     with pytest.raises(AssertionError, match="'a' \\(f\\) of message 1"):
         assert_transcript_valid([*PAUSED, ChatMessage.user("?")], allow_pending_approval=True)
+
+
+@pytest.mark.parametrize(
+    ("client", "says"),
+    [
+        (None, r"not None$"),
+        (ScriptedChatClient, r"not a type \(.*: pass an instance, ScriptedChatClient\(\.\.\.\)$"),
+        (
+            FunctionChatClient(lambda m, o: "hi").run,
+            ": pass the client itself, not its run method$",
+        ),
+        ("model", r"not a str \('model'\)$"),
+    ],
+    ids=["none", "class", "run-method", "str"],
+)
+async def test_run_to_completion_names_what_is_no_client(client: Any, says: str) -> None:
+    with pytest.raises(TypeError, match="^run_to_completion takes a chat client .*" + says):
+        await run_to_completion(client, [ChatMessage.user("hi")])
 
 
 def test_strategies_are_imported_on_first_use() -> None:
