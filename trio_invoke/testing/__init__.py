@@ -81,7 +81,9 @@ def _hypothesis_installed() -> bool:
 
 
 if not _hypothesis_installed():  # so that ``from trio_invoke.testing import *`` works without
-    __all__ = [name for name in __all__ if name not in _STRATEGIES]
+    for _strategy in sorted(_STRATEGIES):
+        __all__.remove(_strategy)
+    del _strategy
 
 
 def __getattr__(name: str) -> _Any:
