@@ -742,7 +742,10 @@ WORKLOADS: Mapping[str, Callable[[Context], Outcome]] = {
 
 def select(names: Iterable[str]) -> list[str]:
     """Workload names from ``--only`` values (comma-separated or repeated), in suite order."""
+    names = list(names)
     wanted = {n.strip() for name in names for n in name.split(",") if n.strip()}
+    if names and not wanted:
+        raise ValueError(f"--only needs a workload name; choose from {', '.join(WORKLOADS)}")
     unknown = wanted - WORKLOADS.keys()
     if unknown:
         raise ValueError(

@@ -136,3 +136,13 @@ def test_a_workload_whose_library_runs_fail_says_so(workload: str) -> None:
     ctx = Context(Settings(repeat=1, min_sample=0.001, quick=True), Unknowing)
     with pytest.raises(RuntimeError, match="tool errors"):
         getattr(_workloads, workload)(ctx)
+
+
+@pytest.mark.parametrize("only", [[","], [""], [" , "], ["", ","]])
+def test_dash_dash_only_with_no_name_is_an_error_not_the_whole_suite(only: list[str]) -> None:
+    # ``--only ,`` (say, from an empty shell variable) names no workload: it must not run all
+    # thirteen, some ten minutes of a shared machine.
+    with pytest.raises(ValueError, match="--only needs a workload name; choose from fan-out"):
+        _workloads.select(only)
+    assert _workloads.select([]) == list(_workloads.WORKLOADS)  # no --only: the whole suite
+
