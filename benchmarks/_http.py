@@ -611,7 +611,10 @@ def agents(ctx: Context) -> Outcome:
                             nursery.start_soon(one, marks[index])
                     if any(len(m) != 4 for m in marks):
                         raise RuntimeError(f"agents: a {into} run did not make 4 rounds")
-                    latency.setdefault(n, {}).setdefault(into, []).extend(_latencies(starts, marks))
+                    if record:
+                        latency.setdefault(n, {}).setdefault(into, []).extend(
+                            _latencies(starts, marks)
+                        )
 
                 return run
 

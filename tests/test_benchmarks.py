@@ -146,3 +146,20 @@ def test_dash_dash_only_with_no_name_is_an_error_not_the_whole_suite(only: list[
         _workloads.select(only)
     assert _workloads.select([]) == list(_workloads.WORKLOADS)  # no --only: the whole suite
 
+
+def test_the_agents_latencies_are_of_the_timed_batches_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The memory batch runs under tracemalloc (several times slower) and its warm batch has
+    # 10 runs: neither is one of the samples the latency rows say they are over.
+    monkeypatch.setattr(_http, "_sizes", lambda ctx: [2, 3])
+    ctx = Context(Settings(repeat=1, min_sample=0.001, quick=True))
+    rows = _http.agents(ctx).rows
+    rounds = {row.measure: row.extra["rounds"] for row in rows if "rounds" in row.extra}
+    # 1 sample (--quick) of a batch of N runs, 4 rounds each (3 of tools, then the answer)
+    assert rounds == {
+        "latency per round p50, 2 at once": 4 * 2,
+        "latency per round p99, 2 at once": 4 * 2,
+        "latency per round p50, 3 at once": 4 * 3,
+        "latency per round p99, 3 at once": 4 * 3,
+    }
