@@ -23,6 +23,19 @@ Workloads (``--only NAME``):
   the same tools in worker threads: wall time of 4 calls of ~200 ms of CPU each and of 1, the
   per-call cost of a trivial tool, the first call in a new worker (needs the extra
   ``trio_invoke[process]``; skipped otherwise).
+* ``telemetry``: fan-out per call with ``Telemetry()`` beside the same run without it (needs
+  the extra ``trio_invoke[otel]``; the SDK rows need ``opentelemetry-sdk``).
+* ``mcp``: one round of 100 parallel calls to a stdio MCP server through the loop, beside the MCP
+  SDK's own client (needs the extra ``trio_invoke[mcp]``).
+* ``http``, ``conversations``, ``agents``: ``OpenAIChatClient`` against a loopback server in its
+  own process (see :mod:`benchmarks._http`; needs the extra ``trio_invoke[openai]``).
+
+The JSON file (``--json PATH``, by default ``benchmarks/results/latest.json``) holds ``date``,
+``command``, ``machine`` (what the table's header says), ``settings``, ``seconds_per_workload``,
+``skipped`` (a line per workload or row left out, and why) and ``rows``: one per table line, with
+``workload``, ``measure``, ``unit`` (``"s"``, ``"B"``, ``"x"`` or ``"/s"``), ``library``,
+``floor``, ``ratio``, ``target``, ``ok``, ``note`` and ``samples`` (every sample of both sides:
+seconds per run), and the workload's own fields (``n``, ``connections``, ...).
 
 This is a package, not part of the test suite: it measures, it does not assert (a missed target
 is reported in the table, and the exit status stays 0).
