@@ -363,6 +363,7 @@ def test_option_collections_must_be_collections_of_names(bad: Any) -> None:
         ({"init_timeout": 0}, "init_timeout"),
         ({"prefix": ""}, "prefix"),
         ({"protocol": "modern"}, "protocol"),
+        ({"require_approval": None}, "require_approval"),
     ],
 )
 def test_bad_options_are_configuration_errors(options: dict[str, Any], match: str) -> None:

@@ -540,6 +540,11 @@ class MCPServer:
         """``True``: every call needs approval; a set: calls of these server tools do."""
         if isinstance(require_approval, bool):
             self.require_approval = require_approval
+        elif require_approval is None:
+            raise ConfigurationError(
+                "require_approval takes True, False or a collection of server tool names, "
+                "not None"
+            )
         else:
             names = _names(require_approval, "require_approval")
             assert names is not None
