@@ -424,6 +424,28 @@ def test_a_bad_stdio_environment_is_refused_without_showing_its_values(env: Any)
     assert "secret" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("headers", "match"),
+    [
+        ({"Authorization": "Bearer sk-secret\n"}, "'Authorization' cannot go in an HTTP header"),
+        ({"Authorization": "Bearer sk-sécret"}, "'Authorization' cannot go in an HTTP header"),
+        ({"Authorization": b"Bearer sk-secret"}, "strings to strings"),
+        ({"X-Count": 1}, "strings to strings"),
+        ({"Bad Name": "sk-secret"}, "not a valid header name"),
+        ("Authorization: Bearer sk-secret", "headers must be a mapping"),
+        ([("Authorization", "Bearer sk-secret")], "headers must be a mapping"),
+    ],
+)
+def test_bad_http_headers_are_refused_without_showing_their_values(
+    headers: Any, match: str
+) -> None:
+    """A header holds a token: a newline left by a file read was an error on entering with
+    the token in its message."""
+    with pytest.raises(ConfigurationError, match=match) as caught:
+        MCPServer.http("http://127.0.0.1:9/mcp", headers=headers)
+    assert "secret" not in str(caught.value)
+
+
 def test_option_names_must_be_strings() -> None:
     with pytest.raises(ConfigurationError, match="tool names"):
         MCPServer.stdio("python", require_approval=["ok", 3])

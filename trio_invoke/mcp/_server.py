@@ -47,6 +47,7 @@ from .._exceptions import ConfigurationError, ToolDefinitionError, TrioInvokeErr
 from .._loop._channels import reraise_single
 from .._text import wire_json
 from .._validate import compile_validator
+from ..providers._settings import checked_headers
 from ._errors import MCPConnectionError, MCPInitTimeoutError, MCPTimeoutError, MCPToolError
 from ._names import model_names
 from ._results import convert
@@ -680,15 +681,20 @@ class MCPServer:
             The server, not yet connected: use it as ``async with``.
 
         Raises:
-            ConfigurationError: The URL is not ``http://`` or ``https://``, or an option is
-                invalid.
+            ConfigurationError: The URL is not ``http://`` or ``https://``, a header cannot
+                go in an HTTP request (not a ``str``, a newline, non-ASCII; the message names
+                the header, never its value), or an option is invalid.
         """
         if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
             raise ConfigurationError(f"url must be an http:// or https:// URL, got {url!r}")
         if not urlsplit(url).hostname:
             raise ConfigurationError(f"url has no host: {url!r}")
+        if headers is not None and not isinstance(headers, Mapping):
+            raise ConfigurationError(
+                f"headers must be a mapping of names to values, got a {type(headers).__name__}"
+            )
         return cls(
-            _HTTP(url, dict(headers) if headers is not None else None),
+            _HTTP(url, dict(checked_headers(headers)) if headers is not None else None),
             prefix=prefix,
             allowed_tools=allowed_tools,
             require_approval=require_approval,
