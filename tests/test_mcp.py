@@ -296,6 +296,39 @@ async def test_paginated_listing_is_followed_to_the_end(make_server: Any, log: L
     assert sum(p["count"] for p in pages[: -(-total // 4)]) == total
 
 
+PROMPTS_ONLY = """
+import anyio
+import mcp_types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+async def prompts(ctx, params):
+    return mcp_types.ListPromptsResult(prompts=[])
+
+server = Server("prompts-only", on_list_prompts=prompts)
+
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+anyio.run(main)
+"""
+"""An MCP server (the SDK's low-level API) with prompts and no tools: it does not announce
+the ``tools`` capability and answers ``tools/list`` "method not found"."""
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_server_without_tools_has_none(protocol: str) -> None:
+    with trio.fail_after(ENTER):
+        async with MCPServer.stdio(
+            sys.executable, ["-c", PROMPTS_ONLY], protocol=protocol
+        ) as server:
+            assert server.name == "prompts-only"
+            assert server.tools == ()
+            assert await server.refresh_tools() == ()
+            assert server.available
+
+
 async def test_a_listing_that_never_ends_is_an_error(log: Log) -> None:
     with trio.fail_after(ENTER), pytest.raises(MCPConnectionError, match="cursor '3' twice"):
         async with stdio(log, "--page-size", "3", "--cursor-loop"):

@@ -543,8 +543,7 @@ class MCPServer:
             self.require_approval = require_approval
         elif require_approval is None:
             raise ConfigurationError(
-                "require_approval takes True, False or a collection of server tool names, "
-                "not None"
+                "require_approval takes True, False or a collection of server tool names, not None"
             )
         else:
             names = _names(require_approval, "require_approval")
@@ -1089,12 +1088,23 @@ class MCPServer:
     # -- tools and their changes ---------------------------------------------------------------
 
     async def _list(self, client: Client) -> list[mcp_types.Tool]:
-        """Every page of ``tools/list``."""
+        """Every page of ``tools/list``; none for a server without tools (one that does not
+        announce the ``tools`` capability and answers "method not found": a server of
+        prompts or resources only)."""
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         seen: set[str] = set()
         while True:
-            page = await client.list_tools(cursor=cursor)
+            try:
+                page = await client.list_tools(cursor=cursor)
+            except MCPError as exc:
+                if (
+                    exc.code == mcp_types.METHOD_NOT_FOUND
+                    and cursor is None
+                    and client.server_capabilities.tools is None
+                ):
+                    return tools
+                raise
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
