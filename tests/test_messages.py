@@ -6,6 +6,7 @@ import copy
 import json
 import math
 import pickle
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -587,3 +588,26 @@ def test_values_copy_and_pickle(value: object) -> None:
         assert copied == value
         assert type(copied) is type(value)
         assert repr(copied) == repr(value)
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"],
+)
+@pytest.mark.parametrize(
+    ("value", "error", "shown"),
+    [
+        ("12", TypeError, "'12'"),
+        (1.5, TypeError, "1.5"),
+        (math.nan, TypeError, "nan"),
+        (None, TypeError, "None"),
+        (True, TypeError, "True"),
+        (-1, ValueError, "-1"),
+    ],
+)
+def test_a_usage_count_that_is_not_an_int_of_zero_or_more_is_named(
+    field: str, value: object, error: type[Exception], shown: str
+) -> None:
+    with pytest.raises(error, match=rf"^Usage {field} must be an int >= 0, got {re.escape(shown)}"):
+        Usage(**{field: value})  # type: ignore[arg-type]
+    assert Usage(**{field: 0}) + Usage(**{field: 7}) == Usage(**{field: 7})

@@ -92,6 +92,15 @@ def _checked_middleware(middleware: Sequence[ToolMiddleware]) -> tuple[ToolMiddl
     return checked
 
 
+def _check_has_run(name: str, value: object, what: str) -> None:
+    """``value`` is an object (not a class) with a ``run`` method, else a ``TypeError``
+    naming ``name`` (at construction: later it would be an ``AttributeError`` of the run)."""
+    if isinstance(value, type):
+        raise TypeError(f"{name} must be {what}, got the class {value.__name__}: pass an instance")
+    if not callable(getattr(value, "run", None)):
+        raise TypeError(f"{name} must be {what}, got {value!r:.80}")
+
+
 def _checked_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):
         raise TypeError(
@@ -217,6 +226,11 @@ class FunctionInvokingChatClient:
                 "the inner client is itself a FunctionInvokingChatClient: the outer loop would "
                 "run its tool calls again; give all the tools to one loop"
             )
+        _check_has_run(
+            "inner", inner, "a chat client (an object with a run(messages, options) method)"
+        )
+        if telemetry is not None:
+            _check_has_run("telemetry", telemetry, "None or an observer such as Telemetry(...)")
         if on_max_rounds not in ("finish", "answer"):
             raise ConfigurationError(
                 f"on_max_rounds must be 'finish' or 'answer', got {on_max_rounds!r}"
@@ -315,6 +329,8 @@ class FunctionInvokingChatClient:
     ) -> AsyncIterator[InvocationStream]:
         if options is None:
             options = _NO_OPTIONS
+        elif not isinstance(options, RunOptions):
+            raise TypeError(f"options must be a RunOptions or None, got {options!r:.80}")
         conversation = _checked_messages(messages)
         tools = self._tools
         if options.provider_tools:

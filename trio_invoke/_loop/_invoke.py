@@ -146,7 +146,7 @@ class Site:
 def to_text(value: Any) -> str:
     """A tool's return value as the model reads it: a ``str`` as it is, else compact JSON."""
     if isinstance(value, str):
-        return value
+        return str.__str__(value)  # a plain str: a subclass's own __str__ may raise
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
