@@ -36,6 +36,7 @@ import httpx2
 import mcp_types
 import pydantic
 import trio
+from httpx2._utils import URLPattern, get_environment_proxies
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -256,12 +257,12 @@ class _HTTP:
 
     async def reachable(self) -> bool:
         """Whether the server's port takes a connection now (opened and closed at once, outside
-        the SDK: a request the SDK's transport cannot connect for ends its whole session)."""
-        parts = urlsplit(self.url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        the SDK: a request the SDK's transport cannot connect for ends its whole session); the
+        proxy's port when requests go through one (:func:`_connects_to`)."""
+        host, port = _connects_to(self.url)
         with trio.move_on_after(_PROBE_TIMEOUT):
             try:
-                stream = await trio.open_tcp_stream(parts.hostname or "localhost", port)
+                stream = await trio.open_tcp_stream(host, port)
             except OSError:
                 return False
             await stream.aclose()
@@ -299,6 +300,20 @@ class _HTTP:
         )
         await stack.enter_async_context(http)
         return streamable_http_client(self.url, http_client=http)
+
+
+def _connects_to(url: str) -> tuple[str, int]:
+    """The host and port an ``httpx2`` client opens its connection to for ``url``: the proxy's
+    when the environment gives one for it (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
+    ``NO_PROXY``, matched as httpx2 matches them), else the URL's own."""
+    target = httpx2.URL(url)
+    mounts = [(URLPattern(key), proxy) for key, proxy in get_environment_proxies().items()]
+    for pattern, proxy in sorted(mounts, key=lambda mount: mount[0]):  # most specific first
+        if pattern.matches(target):
+            if proxy is not None:
+                target = httpx2.URL(proxy)
+            break
+    return target.host or "localhost", target.port or (443 if target.scheme == "https" else 80)
 
 
 async def _long_lived(request: httpx2.Request) -> None:
