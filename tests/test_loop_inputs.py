@@ -466,6 +466,48 @@ async def test_the_model_is_given_each_tools_definition_as_it_is_at_the_run(
     assert [d.parameters for d in seen] == [Renamed.parameters, Renamed.parameters, schema, schema]
 
 
+class Reshaped:
+    """A tool whose owner replaces its schema and its time limit between runs."""
+
+    name = "reshaped"
+    description = "A tool whose schema changes."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
+    requires_approval = False
+    timeout: float | None = None
+
+    async def execute(self, arguments: dict[str, Any]) -> str:
+        await trio.sleep(5)
+        return json.dumps(arguments)
+
+
+async def test_each_call_is_checked_against_its_tools_schema_and_limit_as_they_are_at_the_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The model is told the schema as it is at the run; the arguments it sends by that schema
+    # are checked by it too, and the tool's own time limit is the one it has now.
+    reshaped = Reshaped()
+    agent = FunctionInvokingChatClient(ScriptedChatClient([]), [reshaped])
+    reshaped.parameters = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+    }
+    reshaped.timeout = 1
+    for arguments, result in [
+        ('{"n": 1}', "Error: tool 'reshaped' timed out after 1 s"),
+        ("{}", "Error: invalid arguments for tool 'reshaped': missing required field 'n'"),
+    ]:
+        agent.inner = ScriptedChatClient(
+            [tool_calls_response(ToolCall("c1", "reshaped", arguments)), "done"]
+        )
+        with trio.fail_after(10):
+            response = await agent.get_response(USER)
+        assert response.messages[1].content == result
+    reshaped.timeout = 0
+    with pytest.raises(ConfigurationError, match="reshaped"):
+        await agent.get_response(USER)
+
+
 async def test_a_scope_cancelled_before_the_run_never_calls_the_model() -> None:
     for deadline in ("cancel", "past"):
         model = ScriptedChatClient(["never"])

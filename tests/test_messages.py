@@ -28,6 +28,7 @@ from trio_invoke import (
     ToolCallStart,
     Usage,
 )
+from trio_invoke.testing import json_values
 
 texts = st.text(max_size=20)
 calls = st.builds(ToolCall, id=texts, name=texts, arguments=texts)
@@ -355,15 +356,7 @@ def test_construction_checks() -> None:
 
 # -- the round trip, both ways, over generated messages ------------------------------------
 
-json_leaves = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
-json_values = st.recursive(
-    json_leaves,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
-non_null = json_values.filter(lambda v: v is not None)
+non_null = json_values(max_leaves=6).filter(lambda v: v is not None)
 text_part = st.builds(
     lambda text, extra: {"type": "text", "text": text, **extra},
     texts,

@@ -260,7 +260,8 @@ class ToolCalled:
     duration: float = attrs.field(default=0.0, kw_only=True, eq=False)
     """Seconds (``trio.current_time()``) from the call's start to its result; 0 if it never ran."""
     exception: BaseException | None = attrs.field(default=None, kw_only=True, eq=False)
-    """The exception the tool raised (or the argument error), ``None`` when it succeeded."""
+    """The exception the tool raised (or the argument error), ``None`` when it returned; a
+    ``StopLoop`` too (the call ended the loop; its result is not an error)."""
     parts: tuple[ContentPart, ...] = attrs.field(default=(), kw_only=True, converter=to_parts)
     """The result as content parts, when the tool returned an image (or parts): the tool
     message holds these, and :attr:`result` is their text with ``[image]`` for each image.

@@ -332,7 +332,7 @@ class FunctionInvokingChatClient:
         elif not isinstance(options, RunOptions):
             raise TypeError(f"options must be a RunOptions or None, got {options!r:.80}")
         conversation = _checked_messages(messages)
-        tools = self._tools
+        tools = self._static_tools()
         if options.provider_tools:
             tools = _merge_tools(tools, options.provider_tools)
         pending = pending_calls(conversation)
@@ -389,6 +389,26 @@ class FunctionInvokingChatClient:
             interrupt = run.take_interrupt()
             if interrupt is not None:  # the stream has not raised it: never lost
                 raise interrupt
+
+    def _static_tools(self) -> dict[str, Entry]:
+        """The static tools, each with a validator of its schema and its time limit as they are
+        now: a tool's schema or ``timeout`` may be replaced between runs (the model is told the
+        schema of the run, so its calls are checked against that one). A new dict when one was
+        replaced, so that runs going on keep theirs.
+
+        Raises:
+            ToolDefinitionError, ConfigurationError: a replaced schema or time limit that
+                cannot work (as at construction).
+        """
+        tools = self._tools
+        if any(entry.stale() for entry in tools.values()):
+            fresh = dict(tools)
+            for name, entry in tools.items():
+                if entry.stale():
+                    check_tool(entry.tool, "tool")
+                    fresh[name] = Entry.of(entry.tool)
+            tools = self._tools = fresh
+        return tools
 
     def _definitions(self, tools: Mapping[str, Entry]) -> tuple[ToolDefinition, ...]:
         """What the model is told of ``tools``, as they are now: a tool's description or schema
