@@ -36,7 +36,6 @@ import httpx2
 import mcp_types
 import pydantic
 import trio
-from httpx2._utils import URLPattern, get_environment_proxies
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -302,12 +301,26 @@ class _HTTP:
         return streamable_http_client(self.url, http_client=http)
 
 
+try:
+    from httpx2._utils import URLPattern, get_environment_proxies
+
+    _PROXY_RULES: tuple[Any, Any] | None = (URLPattern, get_environment_proxies)
+except ImportError:  # private to httpx2: another version may not have them
+    _PROXY_RULES = None
+
+
 def _connects_to(url: str) -> tuple[str, int]:
     """The host and port an ``httpx2`` client opens its connection to for ``url``: the proxy's
     when the environment gives one for it (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
     ``NO_PROXY``, matched as httpx2 matches them), else the URL's own."""
     target = httpx2.URL(url)
-    mounts = [(URLPattern(key), proxy) for key, proxy in get_environment_proxies().items()]
+    mounts = []
+    if _PROXY_RULES is not None:  # httpx2's own rules (private): else the URL's host and port
+        pattern_of, environment_proxies = _PROXY_RULES
+        try:
+            mounts = [(pattern_of(key), proxy) for key, proxy in environment_proxies().items()]
+        except (AttributeError, TypeError, ValueError):
+            mounts = []
     for pattern, proxy in sorted(mounts, key=lambda mount: mount[0]):  # most specific first
         if pattern.matches(target):
             if proxy is not None:
