@@ -692,6 +692,13 @@ def test_usage_after_done_does_not_count() -> None:
     assert updates[-1] == Finish(FinishReason.STOP, Usage(5, 1))
 
 
+def test_an_error_event_after_done_does_not_count() -> None:
+    # Nothing counts after [DONE], an error event no more than a chunk: the response is whole.
+    body = sse(chunk({"content": "ok"}, "stop"), "[DONE]")
+    late = b'event: error\ndata: {"error": {"message": "late"}}\n\n'
+    assert decode([body + late]) == decode([body]) == [TextDelta("ok"), Finish(FinishReason.STOP)]
+
+
 def test_recorded_cache_counts() -> None:
     glm = decode([recorded("zai/glm-4.5-reasoning_content-tool-call.sse")])[-1]
     assert glm == Finish(FinishReason.TOOL_CALLS, Usage(179, 72, cache_read_input_tokens=43))

@@ -111,8 +111,9 @@ class ChunkDecoder:
         """Never: every piece of a chat-completions stream shows what the model did."""
 
     def event(self, event: ServerSentEvent) -> list[AgentResponseUpdate]:
-        """The updates in one server-sent event (an ``error`` event raises)."""
-        if event.event == "error":
+        """The updates in one server-sent event (an ``error`` event raises, but not after
+        ``[DONE]``: nothing counts then, in whichever piece of the body it came)."""
+        if event.event == "error" and not self.finished:
             raise ModelResponseError(
                 f"the server reported an error in the stream: {error_message(event.data, '')}"
             )
