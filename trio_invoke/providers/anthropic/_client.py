@@ -218,9 +218,9 @@ class AnthropicChatClient(Pooled):
 
     Raises:
         ConfigurationError: an empty model name, a ``base_url`` that is not an http(s) URL (or
-            ends in ``/v1``), ``max_tokens`` below 1, a ``thinking`` that is not shaped as the
-            API's (or whose ``budget_tokens`` is not below ``max_tokens``, without interleaved
-            thinking), a timeout or retry
+            ends in ``/v1`` or ``/v1/messages``), ``max_tokens`` below 1, a ``thinking`` that
+            is not shaped as the API's (or whose ``budget_tokens`` is not below
+            ``max_tokens``, without interleaved thinking), a timeout or retry
             setting that is negative, NaN or not a number, ``model_options`` that set a field
             the client owns, an ``http_client`` that is not an ``httpx2.AsyncClient``, or an
             API key or header that cannot go in an HTTP header (a newline, whitespace around it,
