@@ -9,8 +9,10 @@ from __future__ import annotations
 import ctypes
 import enum
 import functools
+import importlib
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -220,6 +222,15 @@ def raise_deep(depth: int, group: bool = False, locked: bool = False) -> int:
     except ValueError as exc:
         raise ExceptionGroup("twice", [exc, exc]) from None
     raise AssertionError("not raised")
+
+
+@tool(isolation="process")
+def run_plugin(directory: str, module: str, function: str) -> Any:
+    """Import ``module`` from ``directory``, which only the worker puts on its path (the parent
+    process cannot import it), and return what its ``function`` returns."""
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    return getattr(importlib.import_module(module), function)()
 
 
 @tool(isolation="process")
