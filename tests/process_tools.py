@@ -289,6 +289,25 @@ def wrapped_square(x: int) -> int:
     return x * x
 
 
+class Counted:
+    """A decorator written as a class (``functools.update_wrapper``, as joblib's
+    ``Memory.cache`` is): the object it makes holds the function, under @tool."""
+
+    def __init__(self, func: Any) -> None:
+        functools.update_wrapper(self, func)
+        self.func = func
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return ("counted", self.func(*args, **kwargs))
+
+
+@tool(isolation="process")
+@Counted
+def counted_square(x: int) -> int:
+    """Square, under a decorator object."""
+    return x * x
+
+
 @tool(isolation="process")
 def guarded_double(x: int) -> int:
     """Double; its module-level name is rebound to the approval-requiring wrapper below."""

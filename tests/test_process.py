@@ -181,6 +181,7 @@ def _unsendable_cases() -> list[tuple[str, Any, str]]:
         ("partial of a local function", functools.partial(local, x=1), "does not pickle"),
         ("partial of a lambda", functools.partial(lam, x=1), "does not pickle"),
         ("wrapper that cannot reduce", RefusesToReduce(), "no reducing this"),
+        ("decorator object of a local function", pt.Counted(local), "inside another function"),
     ]
 
 
@@ -335,6 +336,15 @@ async def test_a_tool_whose_name_is_rebound_to_a_wrapper_tool_runs() -> None:
     with trio.fail_after(60):
         assert await pt.guarded_double.execute({"x": 21}) == 42
     assert _in_worker(Reference(pt.__name__, "guarded_double"), {"x": 2}) == 4
+
+
+async def test_a_function_under_a_decorator_object_runs() -> None:
+    """``@tool(isolation="process") @Counted``: the object holds the function, whose name is
+    bound to the tool, so it cannot go by value; it goes by its own name, as a wrapper does."""
+    with trio.fail_after(60):
+        assert await pt.counted_square.execute({"x": 3}) == ("counted", 9)
+    found = Reference(pt.__name__, "counted_square").resolve()
+    assert found is pt.counted_square.func
 
 
 async def test_a_function_under_functools_cache_runs() -> None:

@@ -8,7 +8,9 @@ between the processes is pickled with the standard :mod:`pickle`:
 * the function, **by reference** for a plain function, a class or a decorator's wrapper that
   pickles by its name such as ``functools.cache``'s (its module and qualified name: the worker
   imports the module, which may run ``@tool`` again there, and takes the function out of the
-  ``FunctionTool`` it finds), else **by value** (a bound method, a
+  ``FunctionTool`` it finds), or a decorator's object that holds the function and so does not
+  pickle by value under ``@tool`` (``functools.update_wrapper``), else **by value** (a bound
+  method, a
   ``functools.partial``, a callable object), pickled on every call;
 * the arguments (JSON values, and members of the Enum types the parameters name);
 * the result, or the exception the function raised (pickled in the worker, and unpickled by
@@ -239,10 +241,22 @@ class ProcessTarget:
                 callable); the message says why.
         """
         if inspect.isfunction(function) or isinstance(function, type) or _by_name(function):
-            reference = _reference(function)
-            return cls(function, reference, pickle.dumps(reference, _PROTOCOL))
-        _check_pickles(function)
+            return cls._by_reference(function)
+        try:
+            _check_pickles(function)
+        except ToolDefinitionError:
+            # A decorator's object holding the function (functools.update_wrapper), whose name
+            # is bound to the tool, not to the function: it goes by its own (copied) name.
+            copied = getattr(function, "__dict__", {})
+            if not hasattr(function, "__wrapped__") or "__qualname__" not in copied:
+                raise
+            return cls._by_reference(function)
         return cls(function, None, None)
+
+    @classmethod
+    def _by_reference(cls, function: Callable[..., Any]) -> ProcessTarget:
+        reference = _reference(function)
+        return cls(function, reference, pickle.dumps(reference, _PROTOCOL))
 
     def check_parameters(self) -> None:
         """Check that what the arguments turn into can be sent: members of the Enum types the
