@@ -236,3 +236,24 @@ async def test_a_stop_loop_that_pauses_nothing_leaves_no_mark() -> None:
     assert message == ChatMessage.tool_result(
         ToolCall("a", "finish", '{"name": "x"}'), "finished x"
     )
+
+
+@pytest.mark.parametrize("mode", [{"approval": "per_call"}, {"eager_tools": True}])
+async def test_leaving_at_the_first_request_while_calls_run_answers_every_call(
+    mode: dict[str, Any], autojump_clock: trio.testing.MockClock
+) -> None:
+    # As the README says: the requests come while other calls of the batch still run, and
+    # leaving then cancels the run, whose transcript answers every call (nothing to resume).
+    calls = batch("rdr")
+    model = ScriptedChatClient([tool_calls_response(*calls), "done"])
+    agent = FunctionInvokingChatClient(model, [read, delete], **mode)
+    async with agent.run(USER) as stream:
+        async for update in stream:
+            if isinstance(update, ToolApprovalRequest):
+                break
+    conversation = [*USER, *stream.messages]
+    assert_transcript_valid(conversation)  # no call is left pending
+    results = {m.tool_call_id: m.content for m in stream.messages[1:]}
+    assert set(results) == {c.id for c in calls}
+    assert results["c1"] == "Error: cancelled"  # the waiting call
+    assert ran == []  # the reads were cut short

@@ -66,3 +66,16 @@ def test_every_chat_clients_run_says_it_returns_an_async_context_manager() -> No
         returned = typing.get_type_hints(inspect.unwrap(client.run))["return"]
         assert typing.get_origin(returned) is contextlib.AbstractAsyncContextManager, client
         assert "AbstractAsyncContextManager" in str(inspect.signature(client.run)), client
+
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.rst")))
+def test_the_docs_pages_examples_run_as_written(page: str) -> None:
+    """An example on a page of docs/ runs when pasted into a fresh interpreter: it imports
+    what it uses (Sphinx's doctest setup imports the public names, a reader's has nothing)."""
+    failed, _ = doctest.testfile(
+        str(DOCS / page), module_relative=False, globs={}, optionflags=doctest.ELLIPSIS
+    )
+    assert failed == 0

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from trio_invoke import ChatMessage, FunctionInvokingChatClient, ScriptedChatClient
-from trio_invoke._exceptions import ArgumentsError, ToolDefinitionError
+from trio_invoke._exceptions import ArgumentsError, ConfigurationError, ToolDefinitionError
 from trio_invoke._function_tool import FunctionTool, tool
 from trio_invoke._tools import ApprovalRequiredTool, Tool, ToolDefinition
 from trio_invoke.testing import tool_call_updates
@@ -386,3 +386,37 @@ def test_approval_required_tool_refuses_what_is_not_a_tool_at_once(
     # Said where the mistake is made, not when a client is built from the wrapper.
     with pytest.raises(TypeError, match=match):
         ApprovalRequiredTool(wrapped)  # type: ignore[arg-type]
+
+
+def _described(x: str) -> str:
+    """Describe x."""
+    return x
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"name": 5}, ToolDefinitionError, r"^tool name must be a str or None, got 5$"),
+        ({"name": b"echo"}, ToolDefinitionError, r"^tool name must be a str or None, got b'echo'"),
+        (
+            {"description": 5},
+            ToolDefinitionError,
+            r"^tool description must be a str or None, got 5",
+        ),
+        ({"description": ["a"]}, ToolDefinitionError, r"tool description must be a str or None"),
+        (
+            {"requires_approval": "no"},
+            ConfigurationError,
+            r"^tool requires_approval must be True or False, got 'no'$",
+        ),
+        ({"requires_approval": None}, ConfigurationError, r"requires_approval .* got None"),
+        ({"requires_approval": 1}, ConfigurationError, r"requires_approval .* got 1"),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_named(
+    options: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        tool(**options)(_described)
+    with pytest.raises(error, match=match):
+        FunctionTool(_described, **options)

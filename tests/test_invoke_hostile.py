@@ -270,3 +270,42 @@ async def test_an_interrupt_in_a_tools_group_beside_a_cancelled_reaches_the_call
     )
     with trio.fail_after(30), pytest.raises(interrupt):
         await run_to_completion(agent, USER)
+
+
+class HostileText(str):
+    """A ``str`` subclass whose ``__str__`` raises and whose ``__repr__`` lies."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+    def __repr__(self) -> str:
+        return "not the text"
+
+
+@pytest.mark.parametrize("how", ["returned", "stop loop"])
+async def test_a_str_subclass_result_is_its_text_as_a_plain_str(how: str) -> None:
+    @tool
+    async def sly() -> str:
+        """Return text of a hostile ``str`` subclass."""
+        if how == "stop loop":
+            raise StopLoop(HostileText("the text"))
+        return HostileText("the text")
+
+    model = ScriptedChatClient(
+        [tool_calls_response(ToolCall("c1", "sly", "{}"), ToolCall("c2", "fine", "{}")), "ok"]
+    )
+    client = FunctionInvokingChatClient(model, [sly, fine])
+    with trio.fail_after(10):
+        result = await run_to_completion(client, USER)
+    called = {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+    assert (called["c1"].result, called["c1"].is_error) == ("the text", False)
+    assert type(called["c1"].result) is str
+    assert (called["c2"].result, called["c2"].is_error) == ("fine", False)
+    tool_message = next(m for m in result.messages if m.tool_call_id == "c1")
+    assert type(tool_message.content) is str
+    assert tool_message.to_dict()["content"] == "the text"
+    assert_transcript_valid([*USER, *result.messages])
+    given = ChatMessage.user(HostileText("from a caller"))  # the same for a message built by hand
+    assert (given.content, type(given.content)) == ("from a caller", str)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import inspect
 import json
 from collections.abc import AsyncIterator, Sequence
@@ -29,6 +30,7 @@ from trio_invoke import (
     RunOptions,
     ScriptedChatClient,
     ScriptExhaustedError,
+    StopLoop,
     StreamProtocolError,
     TextDelta,
     ToolApprovalRequest,
@@ -391,6 +393,42 @@ async def test_results_are_strings_or_compact_json(value: Any, text: str) -> Non
     model = ScriptedChatClient([tool_calls_response(ToolCall("c1", "give", "{}")), "ok"])
     result = await run_to_completion(FunctionInvokingChatClient(model, [give]), USER)
     assert result.messages[1].content == text
+
+
+class Unit(str, enum.Enum):  # noqa: UP042 -- the mixin: its str() is its name
+    """A str enum, whose ``str()`` is ``"Unit.CELSIUS"``, not its value."""
+
+    CELSIUS = "celsius"
+
+
+class Tagged(str):
+    def __str__(self) -> str:
+        return "<tagged>"
+
+
+@pytest.mark.parametrize("value", [Unit.CELSIUS, Tagged("celsius")])
+async def test_a_str_result_goes_to_the_model_as_it_is_whatever_its_class(value: str) -> None:
+    # A str subclass is text: the model reads its characters, not its __str__, and the
+    # ToolCalled update says what the tool message says.
+    @tool
+    async def unit() -> str:
+        """The unit."""
+        return value
+
+    @tool
+    async def stop() -> str:
+        """Stop with the unit."""
+        raise StopLoop(value)
+
+    for name in ("unit", "stop"):
+        model = ScriptedChatClient([tool_calls_response(ToolCall("c1", name, "{}")), "ok"])
+        result = await run_to_completion(FunctionInvokingChatClient(model, [unit, stop]), USER)
+        (called,) = of_type(result.updates, ToolCalled)
+        message = result.messages[1]
+        assert message.content == called.result == "celsius"
+        assert type(message.content) is str
+        assert type(called.result) is str
+    assert ChatMessage.user(value).content == "celsius"
 
 
 async def test_unserialisable_result_is_an_error_result() -> None:

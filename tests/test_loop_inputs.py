@@ -36,6 +36,7 @@ from trio_invoke import (
     ToolCalled,
     ToolCallEnd,
     ToolCallStart,
+    Usage,
     tool,
 )
 from trio_invoke.testing import assert_transcript_valid, run_to_completion, tool_calls_response
@@ -171,6 +172,40 @@ def test_tools_must_be_an_iterable_of_tools(tools: Any) -> None:
         FunctionInvokingChatClient(ScriptedChatClient([]), tools)
 
 
+class NoRun:
+    """Has a ``run`` that is not a method: not a chat client."""
+
+    run = "fast"
+
+
+@pytest.mark.parametrize("inner", [None, 5, "gpt-4o", NoRun(), ScriptedChatClient])
+def test_an_inner_client_without_a_run_method_is_a_type_error_naming_it(inner: Any) -> None:
+    with pytest.raises(TypeError, match=r"^inner must be a chat client .*got "):
+        FunctionInvokingChatClient(inner)
+
+
+@pytest.mark.parametrize("telemetry", [5, "otel", True, NoRun()])
+def test_telemetry_without_a_run_method_is_a_type_error_naming_it(telemetry: Any) -> None:
+    with pytest.raises(TypeError, match=r"^telemetry must be .*got "):
+        FunctionInvokingChatClient(ScriptedChatClient([]), telemetry=telemetry)
+
+
+@pytest.mark.parametrize(
+    "options", [5, {"max_tool_calls": 1}, "none", [RunOptions()], RunOptions], ids=repr
+)
+async def test_options_that_are_not_run_options_are_a_type_error_naming_them(
+    options: Any,
+) -> None:
+    model = ScriptedChatClient(["hi"])
+    agent = FunctionInvokingChatClient(model)
+    with pytest.raises(TypeError, match=r"^options must be a RunOptions or None, got "):
+        async with agent.run(USER, options):
+            pass  # pragma: no cover
+    with pytest.raises(TypeError, match=r"^options must be a RunOptions or None, got "):
+        await agent.get_response(USER, options)
+    assert model.calls == []
+
+
 async def test_provider_tools_are_checked_on_entering_run() -> None:
     agent = FunctionInvokingChatClient(ScriptedChatClient(["hi"]))
     for bad, error in ((plain_async, TypeError), (named("a.b"), ConfigurationError)):
@@ -303,6 +338,37 @@ async def test_an_update_holding_the_wrong_type_is_a_protocol_error(item: Any, m
     assert_transcript_valid([*USER, *stream.messages])
 
 
+@pytest.mark.parametrize(
+    ("finish", "match"),
+    [
+        (Finish("stop"), r"Finish\.finish_reason must be a FinishReason, got 'stop'"),  # type: ignore[arg-type]
+        (Finish("length"), r"Finish\.finish_reason must be a FinishReason, got 'length'"),  # type: ignore[arg-type]
+        (Finish(None), r"Finish\.finish_reason must be a FinishReason, got None"),  # type: ignore[arg-type]
+        (Finish(FinishReason.STOP, 5), r"Finish\.usage must be a Usage or None, got 5"),  # type: ignore[arg-type]
+        (
+            Finish(FinishReason.STOP, {"input_tokens": 1}),  # type: ignore[arg-type]
+            r"Finish\.usage must be a Usage or None, got \{'input_tokens': 1\}",
+        ),
+    ],
+)
+@pytest.mark.parametrize("rounds", [1, 2])
+async def test_a_finish_holding_the_wrong_type_is_a_protocol_error(
+    finish: Finish, match: str, rounds: int
+) -> None:
+    first = [ToolCallStart("c1", "echo"), ToolCallArgs("c1", '{"text": "x"}'), ToolCallEnd("c1")]
+    responses: list[list[Any]] = [[TextDelta("answer"), finish]]
+    if rounds == 2:  # after a round whose usage counted
+        responses.insert(0, [*first, Finish(FinishReason.TOOL_CALLS, Usage(3, 4))])
+    agent = FunctionInvokingChatClient(ScriptedChatClient(responses), [echo])
+    seen: list[AgentResponseUpdate] = []
+    with trio.fail_after(5), pytest.raises(StreamProtocolError, match=match):
+        async with agent.run(USER) as stream:
+            async for update in stream:
+                seen.append(update)
+    assert not any(isinstance(update, Finish) for update in seen)
+    assert_transcript_valid([*USER, *stream.messages])
+
+
 def test_a_protocol_error_is_a_chat_client_error() -> None:
     assert issubclass(StreamProtocolError, ChatClientError)
 
@@ -398,6 +464,48 @@ async def test_the_model_is_given_each_tools_definition_as_it_is_at_the_run(
     seen = [call.options.tools[0] for call in model.calls]
     assert [d.description for d in seen] == ["first", "second", "second", "second"]
     assert [d.parameters for d in seen] == [Renamed.parameters, Renamed.parameters, schema, schema]
+
+
+class Reshaped:
+    """A tool whose owner replaces its schema and its time limit between runs."""
+
+    name = "reshaped"
+    description = "A tool whose schema changes."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
+    requires_approval = False
+    timeout: float | None = None
+
+    async def execute(self, arguments: dict[str, Any]) -> str:
+        await trio.sleep(5)
+        return json.dumps(arguments)
+
+
+async def test_each_call_is_checked_against_its_tools_schema_and_limit_as_they_are_at_the_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The model is told the schema as it is at the run; the arguments it sends by that schema
+    # are checked by it too, and the tool's own time limit is the one it has now.
+    reshaped = Reshaped()
+    agent = FunctionInvokingChatClient(ScriptedChatClient([]), [reshaped])
+    reshaped.parameters = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+    }
+    reshaped.timeout = 1
+    for arguments, result in [
+        ('{"n": 1}', "Error: tool 'reshaped' timed out after 1 s"),
+        ("{}", "Error: invalid arguments for tool 'reshaped': missing required field 'n'"),
+    ]:
+        agent.inner = ScriptedChatClient(
+            [tool_calls_response(ToolCall("c1", "reshaped", arguments)), "done"]
+        )
+        with trio.fail_after(10):
+            response = await agent.get_response(USER)
+        assert response.messages[1].content == result
+    reshaped.timeout = 0
+    with pytest.raises(ConfigurationError, match="reshaped"):
+        await agent.get_response(USER)
 
 
 async def test_a_scope_cancelled_before_the_run_never_calls_the_model() -> None:

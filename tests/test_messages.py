@@ -6,6 +6,7 @@ import copy
 import json
 import math
 import pickle
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from trio_invoke import (
     ToolCallStart,
     Usage,
 )
+from trio_invoke.testing import json_values
 
 texts = st.text(max_size=20)
 calls = st.builds(ToolCall, id=texts, name=texts, arguments=texts)
@@ -354,15 +356,7 @@ def test_construction_checks() -> None:
 
 # -- the round trip, both ways, over generated messages ------------------------------------
 
-json_leaves = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
-json_values = st.recursive(
-    json_leaves,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
-non_null = json_values.filter(lambda v: v is not None)
+non_null = json_values(max_leaves=6).filter(lambda v: v is not None)
 text_part = st.builds(
     lambda text, extra: {"type": "text", "text": text, **extra},
     texts,
@@ -587,3 +581,26 @@ def test_values_copy_and_pickle(value: object) -> None:
         assert copied == value
         assert type(copied) is type(value)
         assert repr(copied) == repr(value)
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"],
+)
+@pytest.mark.parametrize(
+    ("value", "error", "shown"),
+    [
+        ("12", TypeError, "'12'"),
+        (1.5, TypeError, "1.5"),
+        (math.nan, TypeError, "nan"),
+        (None, TypeError, "None"),
+        (True, TypeError, "True"),
+        (-1, ValueError, "-1"),
+    ],
+)
+def test_a_usage_count_that_is_not_an_int_of_zero_or_more_is_named(
+    field: str, value: object, error: type[Exception], shown: str
+) -> None:
+    with pytest.raises(error, match=rf"^Usage {field} must be an int >= 0, got {re.escape(shown)}"):
+        Usage(**{field: value})  # type: ignore[arg-type]
+    assert Usage(**{field: 0}) + Usage(**{field: 7}) == Usage(**{field: 7})

@@ -102,6 +102,27 @@ def test_reasoning_goes_back_by_default_where_the_family_takes_it(
     assert message.to_dict()["refusal"] == "n/a"  # it stays in the transcript
 
 
+@pytest.mark.parametrize(
+    ("base_url", "field"),
+    [
+        ("https://openrouter.ai/api/v1", "reasoning"),
+        ("https://api.deepseek.com", "reasoning_content"),
+        ("https://api.moonshot.ai/v1", "reasoning_content"),
+        ("http://localhost:8000/v1", None),
+    ],
+)
+@pytest.mark.parametrize("came_in", ["reasoning", "reasoning_content"])
+def test_reasoning_goes_back_in_the_familys_own_field_whichever_it_came_in(
+    base_url: str, field: str | None, came_in: str
+) -> None:
+    # A conversation begun on one server (or loaded from a stored history) and continued on
+    # another: the reasoning goes in the field the server reads, or as it came to a local one.
+    (wire,) = sent(base_url, [assistant(field=came_in)])
+    expected = field or came_in
+    assert wire[expected] == "I think."
+    assert ({"reasoning", "reasoning_content"} - {expected}).isdisjoint(wire)
+
+
 def test_the_option_forces_reasoning_on_or_off() -> None:
     message = assistant(field="reasoning")
     (on,) = sent("https://api.groq.com/openai/v1", [message], send_reasoning=True)

@@ -198,6 +198,25 @@ def test_provider_tools_with_distinct_names_are_fine() -> None:
         ("parallel_tool_calls", "yes", "parallel_tool_calls must be True, False or None"),
         ("tool_choice", 3, "tool_choice must be a str, a mapping or None"),
         ("model_options", [("temperature", 0)], "model_options must be a mapping"),
+        (
+            "tool_approval_responses",
+            5,
+            "RunOptions tool_approval_responses must be an iterable of ToolApprovalResponse "
+            "(a list or tuple), got 5",
+        ),
+        (
+            "tool_approval_responses",
+            ToolApprovalResponse("c1", True),
+            "tool_approval_responses must be an iterable of ToolApprovalResponse (a list or "
+            "tuple), got ToolApprovalResponse(",
+        ),
+        ("tool_approval_responses", "c1", "tool_approval_responses must be an iterable"),
+        ("tool_approval_responses", {"c1": True}, "tool_approval_responses must be an iterable"),
+        ("provider_tools", 5, "RunOptions provider_tools must be an iterable of tools"),
+        ("provider_tools", "search", "RunOptions provider_tools must be an iterable of tools"),
+        ("provider_tools", None, "RunOptions provider_tools must be an iterable of tools"),
+        ("tools", 5, "RunOptions tools must be an iterable of ToolDefinition"),
+        ("tools", [{"name": "x"}], "RunOptions tools[0] must be a ToolDefinition, got {'name'"),
     ],
 )
 def test_a_run_option_of_the_wrong_type_is_named(field: str, value: object, expected: str) -> None:

@@ -29,6 +29,7 @@ from trio_invoke import (
     CallNext,
     ChatClientError,
     ChatMessage,
+    ConfigurationError,
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
@@ -268,6 +269,47 @@ async def test_capture_content_records_messages_arguments_and_results(otel: Otel
     first_outputs = json.loads(str((first.attributes or {})["gen_ai.output.messages"]))
     assert first_outputs[0]["finish_reason"] == "tool_calls"
     assert first_outputs[0]["parts"][0]["type"] == "tool_call"
+
+
+@pytest.mark.parametrize("eager", [False, True])
+async def test_captured_arguments_are_those_a_middleware_passed_to_the_tool(
+    otel: Otel, eager: bool
+) -> None:
+    async def rewrite(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return await call_next(context.evolve(arguments={"topic": "rewritten"}))
+
+    async def answer(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return ToolCalled(context.call, "cached", is_error=False)
+
+    script = [batch("lookup", "lookup"), [TextDelta("Done."), Finish(FinishReason.STOP)]]
+    agent = FunctionInvokingChatClient(
+        Model(script),
+        [lookup],
+        telemetry=otel.telemetry(capture_content=True),
+        eager_tools=eager,
+        middleware=[rewrite],
+    )
+    result = await run_to_completion(agent, USER)
+    called = {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+    for span in otel.named("execute_tool"):
+        attributes = span.attributes or {}
+        ran = called[str(attributes["gen_ai.tool.call.id"])]
+        assert json.loads(str(attributes["gen_ai.tool.call.arguments"])) == {"topic": "rewritten"}
+        assert json.loads(ran.call.arguments) == {"topic": "rewritten"}
+        assert attributes["gen_ai.tool.call.result"] == f"{SECRET} about rewritten"
+    # A middleware that answers without the tool leaves the model's arguments.
+    agent = FunctionInvokingChatClient(
+        Model([batch("lookup"), "Done."]),
+        [lookup],
+        telemetry=otel.telemetry(capture_content=True),
+        middleware=[answer],
+    )
+    otel.exporter.clear()
+    await run_to_completion(agent, USER)
+    (span,) = otel.named("execute_tool")
+    attributes = span.attributes or {}
+    assert json.loads(str(attributes["gen_ai.tool.call.arguments"])) == {"topic": SECRET}
+    assert attributes["gen_ai.tool.call.result"] == "cached"
 
 
 async def test_captured_messages_hold_every_kind_of_part_as_the_conventions_describe(
@@ -893,6 +935,43 @@ async def test_without_an_sdk_it_does_nothing_and_breaks_nothing() -> None:
     result = await run_to_completion(agent, USER)
     assert [type(u) for u in result.updates][-2:] == [TextDelta, Finish]
     assert any(isinstance(u, ToolCalled) for u in result.updates)
+
+
+@pytest.mark.parametrize("bad", [True, False, 1, "otel", Telemetry, object()])
+def test_telemetry_that_is_not_an_observer_is_a_type_error_where_it_is_given(bad: Any) -> None:
+    with pytest.raises(TypeError, match="telemetry"):
+        FunctionInvokingChatClient(ScriptedChatClient(["x"]), telemetry=bad)
+    agent = FunctionInvokingChatClient(ScriptedChatClient(["x"]))
+    with pytest.raises(TypeError, match="telemetry"):
+        agent.telemetry = bad
+    assert agent.telemetry is None
+
+
+@pytest.mark.parametrize(
+    ("option", "bad"),
+    [
+        ("capture_content", "false"),
+        ("capture_content", 0),
+        ("capture_content", None),
+        ("agent_name", 7),
+        ("agent_name", b"agent"),
+    ],
+)
+async def test_options_of_the_wrong_type_are_a_configuration_error(
+    otel: Otel, option: str, bad: Any
+) -> None:
+    with pytest.raises(ConfigurationError, match=option):
+        otel.telemetry(**{option: bad})
+    telemetry = otel.telemetry()
+    with pytest.raises(ConfigurationError, match=option):
+        setattr(telemetry, option, bad)
+    # Above all, no content goes out from a run with a string that reads "false".
+    agent = FunctionInvokingChatClient(
+        Model([batch("lookup"), "Done."]), [lookup], telemetry=telemetry
+    )
+    await run_to_completion(agent, USER)
+    for span in otel.spans():
+        assert SECRET not in str(span.attributes)
 
 
 def test_import_without_opentelemetry_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,6 +32,7 @@ from trio_invoke import (
     Usage,
 )
 from trio_invoke.testing import (
+    FunctionChatClient,
     assert_transcript_valid,
     run_to_completion,
     tool_call_updates,
@@ -202,6 +203,24 @@ def test_only_the_last_batch_may_be_pending() -> None:
         assert_transcript_valid([*PAUSED, ChatMessage.user("?")], allow_pending_approval=True)
 
 
+@pytest.mark.parametrize(
+    ("client", "says"),
+    [
+        (None, r"not None$"),
+        (ScriptedChatClient, r"not a type \(.*: pass an instance, ScriptedChatClient\(\.\.\.\)$"),
+        (
+            FunctionChatClient(lambda m, o: "hi").run,
+            ": pass the client itself, not its run method$",
+        ),
+        ("model", r"not a str \('model'\)$"),
+    ],
+    ids=["none", "class", "run-method", "str"],
+)
+async def test_run_to_completion_names_what_is_no_client(client: Any, says: str) -> None:
+    with pytest.raises(TypeError, match="^run_to_completion takes a chat client .*" + says):
+        await run_to_completion(client, [ChatMessage.user("hi")])
+
+
 def test_strategies_are_imported_on_first_use() -> None:
     public = set(trio_invoke.testing.__all__)
     assert list(trio_invoke.testing.__all__) == sorted(public)
@@ -265,6 +284,44 @@ def test_the_kit_works_without_hypothesis_and_strategies_name_the_extra() -> Non
         'pip install "trio-invoke[testing] @ git+https://github.com/trio-invoke/trio_invoke" '
         '(from a checkout: pip install ".[testing]")\n'
     )
+
+
+STAR_WITHOUT_HYPOTHESIS = """
+    import importlib.abc, sys
+
+    class NoHypothesis(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] == "hypothesis":
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    sys.meta_path.insert(0, NoHypothesis())
+
+    namespace = {}
+    exec("from trio_invoke.testing import *", namespace)
+    print(sorted(name for name in namespace if name != "__builtins__"))
+"""
+
+
+def test_star_import_works_without_hypothesis_and_leaves_the_strategies_out() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(STAR_WITHOUT_HYPOTHESIS)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    strategies = {"json_values", "schemas_with_arguments", "scripted_rounds"}
+    strategies |= {"tool_arguments", "tool_call_streams"}
+    kit = sorted(set(trio_invoke.testing.__all__) - strategies)
+    assert done.stdout == f"{kit}\n"
+
+
+def test_star_import_with_hypothesis_has_the_strategies() -> None:
+    namespace: dict[str, object] = {}
+    exec("from trio_invoke.testing import *", namespace)
+    assert set(trio_invoke.testing.__all__) <= set(namespace)
+    assert "tool_call_streams" in namespace
 
 
 # -- assert_transcript_valid against every transcript of a kind, valid or broken ---------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -152,3 +153,18 @@ async def test_rejected_from_stored_requests_runs_nothing() -> None:
     result = await run_to_completion(agent("Not sent."), conversation, options)
     assert done == []
     assert "rejected" in result.messages[0].content
+
+
+@pytest.mark.parametrize(
+    ("call", "shown"),
+    [(5, "5"), (None, "None"), ({"id": "c1", "name": "x", "arguments": "{}"}, "{'id': 'c1'")],
+)
+@pytest.mark.parametrize("digest", [None, "ab"])
+def test_an_approval_request_for_something_that_is_not_a_call_is_named(
+    call: Any, shown: str, digest: str | None
+) -> None:
+    extra = {} if digest is None else {"digest": digest}
+    with pytest.raises(TypeError, match=r"^ToolApprovalRequest call must be a ToolCall, got "):
+        ToolApprovalRequest(call, **extra)
+    with pytest.raises(TypeError, match=re.escape(shown)):
+        ToolApprovalRequest(call, **extra)

@@ -418,7 +418,7 @@ def tool_result_content(value: Any) -> tuple[str, tuple[ContentPart, ...]]:
         TypeError, ValueError, RecursionError: the value is not JSON-serialisable.
     """
     if isinstance(value, str):
-        return value, ()
+        return str.__str__(value), ()  # a subclass's own __str__ may raise or say anything
     if isinstance(value, _PARTS):
         parts: tuple[ContentPart, ...] = (value,)
     elif isinstance(value, list | tuple) and value and all(isinstance(v, _PARTS) for v in value):

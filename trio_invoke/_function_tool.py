@@ -11,7 +11,7 @@ import attrs
 import trio
 
 from ._checks import check_seconds
-from ._exceptions import ToolDefinitionError
+from ._exceptions import ConfigurationError, ToolDefinitionError
 from ._process import ProcessTarget, import_trio_parallel
 from ._schema import describe_function
 from ._threads import tool_thread_limiter
@@ -82,8 +82,8 @@ class FunctionTool(Generic[P, R]):
             and the parameter), the name is not a valid tool name, ``isolation`` or ``limiter``
             does not fit the function, or a process tool's function cannot be sent to a
             worker process (the message says why).
-        ConfigurationError: ``timeout`` is NaN, 0, negative or not a number; the message names
-            the value.
+        ConfigurationError: ``requires_approval`` is not ``True`` or ``False``, or ``timeout``
+            is NaN, 0, negative or not a number; the message names the value.
         ImportError: ``isolation="process"`` without trio-parallel installed; the message
             names the extra, ``trio_invoke[process]``.
     """
@@ -140,6 +140,16 @@ class FunctionTool(Generic[P, R]):
                 "calling task, in no thread or process; make it a plain def"
             )
         check_seconds("tool timeout", timeout)
+        if name is not None and not isinstance(name, str):
+            raise ToolDefinitionError(f"tool name must be a str or None, got {name!r:.80}")
+        if description is not None and not isinstance(description, str):
+            raise ToolDefinitionError(
+                f"tool description must be a str or None, got {description!r:.80}"
+            )
+        if not isinstance(requires_approval, bool):  # "no" from a config file would require it
+            raise ConfigurationError(
+                f"tool requires_approval must be True or False, got {requires_approval!r:.80}"
+            )
         if isolation == "process":
             import_trio_parallel()  # here, not at the first call: a missing extra is found early
             process = ProcessTarget.of(func)
@@ -332,7 +342,8 @@ def tool(
             ``limiter=`` on an async function, and, for a process tool, a function that cannot
             be sent to a worker process (a lambda, a function defined inside another one, a
             callable that does not pickle, an Enum parameter type that does not pickle).
-        ConfigurationError: ``timeout`` is not a number above 0 or ``None``.
+        ConfigurationError: ``timeout`` is not a number above 0 or ``None``, or
+            ``requires_approval`` is not ``True`` or ``False``.
         ImportError: ``isolation="process"`` without trio-parallel, raised at decoration (so a
             missing extra shows when the module is imported, not as a failed call the model
             reads); the message names the extra, ``trio_invoke[process]``.

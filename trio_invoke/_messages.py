@@ -267,7 +267,7 @@ def _to_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPart, 
     if type(value) is str:
         return value
     if isinstance(value, str):
-        return str(value)
+        return str.__str__(value)  # a plain str: a subclass's own __str__ may raise
     if isinstance(value, TextPart | ImagePart | RawPart):
         return (value,)
     if isinstance(value, Mapping) or not isinstance(value, Iterable):
@@ -562,6 +562,15 @@ def _stops_loop(message: ChatMessage) -> bool:
     return message.role is MessageRole.TOOL and message.provider_data.get(_STOP_MARK) is True
 
 
+def _token_count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A validator: a count of tokens is an ``int`` >= 0 (not a ``bool``, a float or a string
+    from a provider's JSON: a sum of them would go wrong later, far from here)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"Usage {attribute.name} must be an int >= 0, got {preview(value)}")
+    if value < 0:
+        raise ValueError(f"Usage {attribute.name} must be an int >= 0, got {value!r}")
+
+
 @attrs.frozen(repr=False)
 class Usage:
     """Tokens a model call consumed. Add two with ``+`` (every field adds).
@@ -573,13 +582,13 @@ class Usage:
     the cache served and how many it stored; ``0`` when the provider reported none.
     """
 
-    input_tokens: int = 0
+    input_tokens: int = attrs.field(default=0, validator=_token_count)
     """Tokens of the prompt, cached ones included."""
-    output_tokens: int = 0
+    output_tokens: int = attrs.field(default=0, validator=_token_count)
     """Tokens the model generated (its reasoning included)."""
-    cache_read_input_tokens: int = attrs.field(default=0, kw_only=True)
+    cache_read_input_tokens: int = attrs.field(default=0, kw_only=True, validator=_token_count)
     """Of ``input_tokens``, those read from the provider's prompt cache."""
-    cache_creation_input_tokens: int = attrs.field(default=0, kw_only=True)
+    cache_creation_input_tokens: int = attrs.field(default=0, kw_only=True, validator=_token_count)
     """Of ``input_tokens``, those written to the provider's prompt cache."""
 
     def __repr__(self) -> str:

@@ -69,9 +69,19 @@ class ToolApprovalResponse:
     that is not JSON (NaN or an infinity included) is an ``ApprovalError`` on resume."""
 
 
+def _sequence(value: object, field: str, of: str) -> Iterable[object]:
+    """``value`` as the iterable of ``of`` that the field ``field`` holds, else a ``TypeError``
+    naming the field (a str, a mapping or a single object is no such iterable)."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"RunOptions {field} must be an iterable of {of} (a list or tuple), got {value!r:.80}"
+        )
+    return value
+
+
 def _responses(value: Iterable[ToolApprovalResponse]) -> tuple[ToolApprovalResponse, ...]:
     responses: list[ToolApprovalResponse] = []
-    items: Iterable[object] = value  # checked: untyped callers may pass anything
+    items = _sequence(value, "tool_approval_responses", "ToolApprovalResponse")
     for item in items:
         if not isinstance(item, ToolApprovalResponse):
             hint = (
@@ -88,11 +98,18 @@ def _responses(value: Iterable[ToolApprovalResponse]) -> tuple[ToolApprovalRespo
 
 
 def _tools(value: Iterable[Tool]) -> tuple[Tool, ...]:
-    return tuple(value)
+    return tuple(_sequence(value, "provider_tools", "tools"))  # type: ignore[arg-type]
 
 
 def _definitions(value: Iterable[ToolDefinition]) -> tuple[ToolDefinition, ...]:
-    return tuple(value)
+    definitions = tuple(_sequence(value, "tools", "ToolDefinition"))
+    for index, item in enumerate(definitions):
+        if not isinstance(item, ToolDefinition):
+            raise TypeError(
+                f"RunOptions tools[{index}] must be a ToolDefinition, got {item!r:.80} (the "
+                "tools to run go to FunctionInvokingChatClient or RunOptions.provider_tools)"
+            )
+    return definitions  # type: ignore[return-value]
 
 
 def _middleware(value: Iterable[ToolMiddleware] | None) -> tuple[ToolMiddleware, ...] | None:

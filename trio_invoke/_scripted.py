@@ -119,7 +119,9 @@ def recorded_call(who: str, messages: object, options: object) -> ScriptedCall:
         TypeError: ``messages`` is not a sequence of :class:`ChatMessage`, or ``options`` is
             neither ``None`` nor a :class:`RunOptions`; the message says which.
     """
-    if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):
+    if not isinstance(messages, list | tuple) and (  # (isinstance(tuple, Sequence) is slow)
+        isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence)
+    ):
         raise TypeError(
             f"{who}.run() takes a sequence of ChatMessages for messages, not {_describe(messages)}"
         )

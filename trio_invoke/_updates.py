@@ -22,7 +22,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from ._approval import call_digest
-from ._content import EMPTY, ContentPart, json_object, reduce_value, to_parts
+from ._content import EMPTY, ContentPart, json_object, preview, reduce_value, to_parts
 from ._messages import REASONING_FIELDS, FinishReason, ToolCall, Usage, check_call_keys
 from ._options import ToolApprovalResponse
 
@@ -163,6 +163,11 @@ class ToolCallEnd:
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
+def _check_request_call(call: object) -> None:
+    if not isinstance(call, ToolCall):
+        raise TypeError(f"ToolApprovalRequest call must be a ToolCall, got {preview(call)}")
+
+
 @attrs.frozen
 class ToolApprovalRequest:
     """A call that needs a human's approval before it runs; one per such call.
@@ -183,7 +188,7 @@ class ToolApprovalRequest:
     True
     """
 
-    call: ToolCall
+    call: ToolCall = attrs.field(validator=lambda _, __, value: _check_request_call(value))
     """The call that waits; it has not run."""
     digest: str = attrs.field(kw_only=True)
     """A digest of the call's id, tool name and arguments. Answers built here carry it, and on
@@ -192,6 +197,7 @@ class ToolApprovalRequest:
 
     @digest.default
     def _digest(self) -> str:
+        _check_request_call(self.call)  # (defaults are computed before validators run)
         return call_digest(self.call)
 
     def to_dict(self) -> dict[str, Any]:
@@ -254,7 +260,8 @@ class ToolCalled:
     duration: float = attrs.field(default=0.0, kw_only=True, eq=False)
     """Seconds (``trio.current_time()``) from the call's start to its result; 0 if it never ran."""
     exception: BaseException | None = attrs.field(default=None, kw_only=True, eq=False)
-    """The exception the tool raised (or the argument error), ``None`` when it succeeded."""
+    """The exception the tool raised (or the argument error), ``None`` when it returned; a
+    ``StopLoop`` too (the call ended the loop; its result is not an error)."""
     parts: tuple[ContentPart, ...] = attrs.field(default=(), kw_only=True, converter=to_parts)
     """The result as content parts, when the tool returned an image (or parts): the tool
     message holds these, and :attr:`result` is their text with ``[image]`` for each image.

@@ -92,6 +92,15 @@ def _checked_middleware(middleware: Sequence[ToolMiddleware]) -> tuple[ToolMiddl
     return checked
 
 
+def _check_has_run(name: str, value: object, what: str) -> None:
+    """``value`` is an object (not a class) with a ``run`` method, else a ``TypeError``
+    naming ``name`` (at construction: later it would be an ``AttributeError`` of the run)."""
+    if isinstance(value, type):
+        raise TypeError(f"{name} must be {what}, got the class {value.__name__}: pass an instance")
+    if not callable(getattr(value, "run", None)):
+        raise TypeError(f"{name} must be {what}, got {value!r:.80}")
+
+
 def _checked_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):
         raise TypeError(
@@ -217,6 +226,11 @@ class FunctionInvokingChatClient:
                 "the inner client is itself a FunctionInvokingChatClient: the outer loop would "
                 "run its tool calls again; give all the tools to one loop"
             )
+        _check_has_run(
+            "inner", inner, "a chat client (an object with a run(messages, options) method)"
+        )
+        if telemetry is not None:
+            _check_has_run("telemetry", telemetry, "None or an observer such as Telemetry(...)")
         if on_max_rounds not in ("finish", "answer"):
             raise ConfigurationError(
                 f"on_max_rounds must be 'finish' or 'answer', got {on_max_rounds!r}"
@@ -315,8 +329,10 @@ class FunctionInvokingChatClient:
     ) -> AsyncIterator[InvocationStream]:
         if options is None:
             options = _NO_OPTIONS
+        elif not isinstance(options, RunOptions):
+            raise TypeError(f"options must be a RunOptions or None, got {options!r:.80}")
         conversation = _checked_messages(messages)
-        tools = self._tools
+        tools = self._static_tools()
         if options.provider_tools:
             tools = _merge_tools(tools, options.provider_tools)
         pending = pending_calls(conversation)
@@ -373,6 +389,26 @@ class FunctionInvokingChatClient:
             interrupt = run.take_interrupt()
             if interrupt is not None:  # the stream has not raised it: never lost
                 raise interrupt
+
+    def _static_tools(self) -> dict[str, Entry]:
+        """The static tools, each with a validator of its schema and its time limit as they are
+        now: a tool's schema or ``timeout`` may be replaced between runs (the model is told the
+        schema of the run, so its calls are checked against that one). A new dict when one was
+        replaced, so that runs going on keep theirs.
+
+        Raises:
+            ToolDefinitionError, ConfigurationError: a replaced schema or time limit that
+                cannot work (as at construction).
+        """
+        tools = self._tools
+        if any(entry.stale() for entry in tools.values()):
+            fresh = dict(tools)
+            for name, entry in tools.items():
+                if entry.stale():
+                    check_tool(entry.tool, "tool")
+                    fresh[name] = Entry.of(entry.tool)
+            tools = self._tools = fresh
+        return tools
 
     def _definitions(self, tools: Mapping[str, Entry]) -> tuple[ToolDefinition, ...]:
         """What the model is told of ``tools``, as they are now: a tool's description or schema

@@ -49,11 +49,21 @@ class Entry:
     tool: Tool
     validate: Callable[[Any], None]
     timeout: float | None
+    parameters: Mapping[str, Any] | None = None
+    """The schema ``validate`` was compiled from (the tool's ``parameters`` object then)."""
 
     @classmethod
     def of(cls, tool: Tool) -> Entry:
         timeout = getattr(tool, "timeout", None)
-        return cls(tool, compile_validator(tool.parameters), timeout)
+        parameters = tool.parameters
+        return cls(tool, compile_validator(parameters), timeout, parameters)
+
+    def stale(self) -> bool:
+        """Whether the tool's schema or time limit was replaced since this entry was made."""
+        tool = self.tool
+        return tool.parameters is not self.parameters or getattr(tool, "timeout", None) != (
+            self.timeout
+        )
 
 
 @attrs.frozen
@@ -146,7 +156,7 @@ class Site:
 def to_text(value: Any) -> str:
     """A tool's return value as the model reads it: a ``str`` as it is, else compact JSON."""
     if isinstance(value, str):
-        return value
+        return str.__str__(value)  # a plain str: a subclass's own __str__ may raise
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 

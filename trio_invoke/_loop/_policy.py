@@ -77,8 +77,10 @@ def turn_reason(
     """
     if not calls:
         return model_reason if model_reason in _MODEL_ENDINGS else FinishReason.STOP
-    if not withheld and any(needs_approval(call.name) for call in calls):
-        return FinishReason.AWAITING_APPROVAL
+    if not withheld:
+        for call in calls:
+            if needs_approval(call.name):
+                return FinishReason.AWAITING_APPROVAL
     return FinishReason.TOOL_CALLS
 
 

@@ -43,6 +43,7 @@ from .._messages import (
     FinishReason,
     MessageRole,
     ToolCall,
+    Usage,
     _loop_tool_result,
     _stops_loop,
 )
@@ -68,7 +69,6 @@ __all__ = ["EVENT_BUFFER", "Round", "Turn"]
 EVENT_BUFFER = 256
 """Capacity of each round's event channel (the seed's ``mpsc::channel(256)``)."""
 _MODEL_TYPES = frozenset(MODEL_UPDATES)
-_RUNS_CALLS = frozenset({FinishReason.TOOL_CALLS, FinishReason.AWAITING_APPROVAL})
 Events: TypeAlias = "trio.MemorySendChannel[AgentResponseUpdate]"
 
 
@@ -246,7 +246,10 @@ class Round:
                 for call in waiting:
                     await send(events, ToolApprovalRequest(call))
             turns.send_nowait(Turn(message, calls, reason))  # capacity 1, sent once
-            if reason not in _RUNS_CALLS:
+            if (
+                reason is not FinishReason.TOOL_CALLS
+                and reason is not FinishReason.AWAITING_APPROVAL
+            ):
                 run_now = ()
             order = self._site.order
             if order is not None:  # the calls that do not run hold up none that do
@@ -304,6 +307,7 @@ class Round:
                                 f"{type(update).__name__} after the response's Finish"
                             )
                         if type(update) is Finish:
+                            _check_finish(update)
                             finish = update
                             run.count_usage(update.usage)
                             continue
@@ -445,6 +449,19 @@ def _failure(run: Run, exc: BaseException) -> BaseException:
         error = ChatClientError(f"the chat client {client} failed: {type(cause).__name__}: {cause}")
     error.__cause__ = cause
     return error
+
+
+def _check_finish(finish: Finish) -> None:
+    """A model's ``Finish`` holds a ``FinishReason`` and a ``Usage`` or ``None`` (attrs does not
+    check the types it is given: a ``"length"`` would otherwise read as ``STOP``)."""
+    reason: object = finish.finish_reason
+    usage: object = finish.usage
+    if type(reason) is not FinishReason:
+        raise StreamProtocolError(
+            f"Finish.finish_reason must be a FinishReason, got {reason!r:.80}"
+        )
+    if usage is not None and not isinstance(usage, Usage):
+        raise StreamProtocolError(f"Finish.usage must be a Usage or None, got {usage!r:.80}")
 
 
 def _not_a_model_update(run: Run, update: object) -> str:

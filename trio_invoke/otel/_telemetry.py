@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from .._content import ContentPart, ImagePart, TextPart
+from .._exceptions import ConfigurationError
 from .._facts import RESPONSE_FACTS, ResponseFacts
 from .._messages import ChatMessage, FinishReason, MessageRole, ToolCall, Usage
 from .._options import RunOptions
@@ -187,6 +188,17 @@ def _set_usage(span: trace.Span, usage: Usage | None) -> None:
             span.set_attribute(names.USAGE_CACHE_CREATION_TOKENS, usage.cache_creation_input_tokens)
 
 
+def _a_bool(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    # (a string from a config file or the environment, "false", would turn it on)
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{attribute.name} must be True or False, got {value!r:.80}")
+
+
+def _text_or_none(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigurationError(f"{attribute.name} must be a str or None, got {value!r:.80}")
+
+
 @attrs.define(kw_only=True)
 class Telemetry:
     """OpenTelemetry spans and metrics for every run of the loop, after the GenAI semantic
@@ -237,17 +249,23 @@ class Telemetry:
         tracer_provider: Where spans go; default: the global one (set it once per process).
         meter_provider: Where metrics go; default: the global one.
         capture_content: Also record what was said: the chat spans' ``gen_ai.input.messages`` /
-            ``gen_ai.output.messages`` and the tool spans' ``gen_ai.tool.call.arguments`` /
-            ``gen_ai.tool.call.result`` (JSON; messages as the conventions' schemas have them:
+            ``gen_ai.output.messages`` and the tool spans' ``gen_ai.tool.call.arguments`` (those
+            the tool ran with, as a middleware passed them on) / ``gen_ai.tool.call.result``
+            (JSON; messages as the conventions' schemas have them:
             ``role``, ``parts``, an output's ``finish_reason``). Off by default: no arguments,
             results or message text in any attribute.
         agent_name: Names the agent in the run span's name and ``gen_ai.agent.name``.
+
+    Raises:
+        ConfigurationError: ``capture_content`` is not a bool (``"false"`` from a config file
+            would turn it on), or ``agent_name`` is neither a str nor ``None``; also when one
+            is assigned later.
     """
 
     tracer_provider: trace.TracerProvider | None = None
     meter_provider: metrics.MeterProvider | None = None
-    capture_content: bool = False
-    agent_name: str | None = None
+    capture_content: bool = attrs.field(default=False, validator=_a_bool)
+    agent_name: str | None = attrs.field(default=None, validator=_text_or_none)
     _tracer: trace.Tracer = attrs.field(init=False)
     _token_usage: metrics.Histogram = attrs.field(init=False)
     _duration: metrics.Histogram = attrs.field(init=False)
@@ -355,7 +373,8 @@ class _Run:
                     span.set_attribute(names.TOOL_CALL_ARGUMENTS, _json(dict(arguments)))
         except Exception:
             _failed(f"setting the attributes of {name!r}")
-        return _Tool(self.telemetry, span, trace.set_span_in_context(span, self.context))
+        context = trace.set_span_in_context(span, self.context)
+        return _Tool(self.telemetry, span, context, call.arguments)
 
     def end(self, reason: FinishReason | None, usage: Usage | None, error: str | None) -> None:
         span = self.span
@@ -495,6 +514,8 @@ class _Tool:
     span: trace.Span
     context: otel_context.Context
     """The run's context with this call's span current: what the call runs in."""
+    arguments: str
+    """The call's arguments as it started, before its middleware."""
 
     def running(self) -> _Current:
         return _Current(self.context)
@@ -504,6 +525,9 @@ class _Tool:
         try:
             if span.is_recording():
                 if called is not None and self.telemetry.capture_content:
+                    if called.call.arguments != self.arguments:  # a middleware changed them
+                        ran_with = _json(_arguments(called.call.arguments))
+                        span.set_attribute(names.TOOL_CALL_ARGUMENTS, ran_with)
                     span.set_attribute(names.TOOL_CALL_RESULT, wire_text(called.result))
                 if error_type is not None:
                     _fail(span, error_type)

@@ -18,6 +18,7 @@ else works without it (the strategies are imported on first use).
 """
 
 import importlib as _importlib
+import importlib.util as _importlib_util
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
@@ -69,6 +70,20 @@ _STRATEGIES = frozenset(
     }
 )
 """Public names that need Hypothesis: imported from ``._strategies`` on first access."""
+
+
+def _hypothesis_installed() -> bool:
+    """Whether ``import hypothesis`` can find it (without importing it)."""
+    try:
+        return _importlib_util.find_spec("hypothesis") is not None
+    except (ImportError, ValueError):  # a finder refused it; or sys.modules["hypothesis"] = None
+        return False
+
+
+if not _hypothesis_installed():  # so that ``from trio_invoke.testing import *`` works without
+    for _strategy in sorted(_STRATEGIES):
+        __all__.remove(_strategy)
+    del _strategy
 
 
 def __getattr__(name: str) -> _Any:

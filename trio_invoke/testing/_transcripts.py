@@ -32,7 +32,23 @@ async def run_to_completion(
 
     Raises whatever the stream raises. Cancellation: the updates seen so far are lost; use
     ``options.cancel_scope`` to cancel a loop run and still get its result.
+
+    Raises:
+        TypeError: ``client`` is not a chat client (an object with ``run(messages,
+            options)``): ``None``, a class rather than an instance, a client's ``run`` method.
     """
+    given: object = client  # checked at run time, whatever the annotations say
+    if isinstance(given, type) or not callable(getattr(given, "run", None)):
+        if isinstance(given, type):
+            hint = f": pass an instance, {given.__name__}(...)"
+        elif getattr(given, "__name__", None) == "run" and hasattr(given, "__self__"):
+            hint = ": pass the client itself, not its run method"
+        else:
+            hint = ""
+        raise TypeError(
+            "run_to_completion takes a chat client (an object with run(messages, options)), "
+            f"not {_describe(given)}{hint}"
+        )
     updates: list[AgentResponseUpdate] = []
     async with client.run(messages, options) as stream:
         async for update in stream:

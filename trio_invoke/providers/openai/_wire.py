@@ -4,7 +4,8 @@
 data and images in tool results included. What goes on the wire differs per provider family,
 which :func:`provider_family` tells from the base URL:
 
-* Reasoning goes back, in the field it came in, only where the provider needs or takes it
+* Reasoning goes back, in the field it came in (DeepSeek, Moonshot and OpenRouter: in their own
+  field), only where the provider needs or takes it
   (``send_reasoning=None``, the default, follows the family; ``True`` / ``False`` force it), and
   with it OpenRouter's ``reasoning_details`` (not to DeepSeek and Moonshot, which define only
   ``reasoning_content``). OpenAI's own API never gets it.
@@ -68,8 +69,9 @@ FAMILIES: Final = {
             reasoning_with_tool_calls=True,
             reasoning_details=False,
         ),
-        # reasoning_details must be preserved during tool use (Gemini, Anthropic behind it).
-        ProviderFamily("openrouter", send_reasoning=True),
+        # reasoning_details must be preserved during tool use (Gemini, Anthropic behind it);
+        # its own field is reasoning, whichever field the reasoning came in (another server's).
+        ProviderFamily("openrouter", send_reasoning=True, reasoning_field="reasoning"),
         # Kimi's thinking models: keep reasoning_content in context during multi-step tool use.
         ProviderFamily(
             "moonshot",
