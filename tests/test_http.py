@@ -818,3 +818,51 @@ async def test_a_body_that_goes_silent_times_out_after_the_read_timeout(
     with trio.fail_after(10):
         await server.closed_while_stalled.wait()
     no_resource_warnings()
+
+
+@pytest.mark.parametrize("body", sorted(COMPLETE_BODIES))
+async def test_leaving_at_the_finish_still_reuses_the_connection(
+    body: str, server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    # A caller who stops at Finish leaves the rest of a complete body unread (the end of the
+    # chunked body, or what came after [DONE]): it is read on the way out, briefly.
+    mock_clock.autojump_threshold = 0.1
+    runs = 3
+    server.add(*(Reply(COMPLETE_BODIES[body], paced=True) for _ in range(runs)))
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url) as model:
+            for _ in range(runs):
+                async with model.run(USER) as stream:
+                    async for update in stream:
+                        if isinstance(update, Finish):
+                            break
+    assert server.connections == 1
+    no_resource_warnings()
+
+
+@pytest.mark.parametrize("cancel", [False, True], ids=["waited out", "cancelled meanwhile"])
+async def test_leaving_at_the_finish_of_a_body_that_stays_open_closes_it(
+    cancel: bool, server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    # The read on the way out is bounded (DRAIN_AFTER_DONE), and a cancellation meanwhile
+    # closes the connection at once: nothing is left to the garbage collector.
+    mock_clock.autojump_threshold = 0.1
+    server.add(
+        Reply([delta("a"), delta(None, "stop"), data("[DONE]")], ending="stall"),
+        Reply([delta("b"), delta(None, "stop"), data("[DONE]")]),
+    )
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url) as model:
+            start = trio.current_time()
+            with trio.move_on_after(DRAIN_AFTER_DONE / 4 if cancel else math.inf):
+                async with model.run(USER) as stream:
+                    async for update in stream:
+                        if isinstance(update, Finish):
+                            break
+            took = trio.current_time() - start
+            expected = DRAIN_AFTER_DONE / 4 if cancel else DRAIN_AFTER_DONE
+            assert took == pytest.approx(expected, abs=0.2)
+            await server.closed_while_stalled.wait()
+            await collect(model, [])
+    assert server.connections == 2
+    no_resource_warnings()
