@@ -316,8 +316,8 @@ async def test_a_good_key_and_headers_are_sent_as_they_are(server: SSEServer) ->
 async def test_a_header_in_another_case_replaces_the_clients_own(
     server: SSEServer, client: str
 ) -> None:
-    # One of each goes out: the headers given replace the client's defaults, the API key's
-    # header replaces a header of that name given (as when the names' cases agree).
+    # One of each goes out: the headers given replace the client's own, the API key's header
+    # included (as the official SDKs do: a proxy's token wins over a key in the environment).
     server.add(Reply.error(400, {"error": {"message": "x"}}))
     key_header = "authorization" if client == "openai" else "x-api-key"
     headers = {"accept": "application/json", key_header.upper(): "other", "X-Mine": "1"}
@@ -332,7 +332,7 @@ async def test_a_header_in_another_case_replaces_the_clients_own(
     assert len(names) == len(set(names)), lines
     sent = dict(lines)
     assert sent["accept"] == "application/json"
-    assert sent[key_header] == ("Bearer sk-k" if client == "openai" else "sk-k")
+    assert sent[key_header] == "other"
     assert sent["x-mine"] == "1"
     if client == "anthropic":
         assert sent["anthropic-version"] == "2099-01-01"
@@ -866,3 +866,18 @@ async def test_leaving_at_the_finish_of_a_body_that_stays_open_closes_it(
             await collect(model, [])
     assert server.connections == 2
     no_resource_warnings()
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_header_given_wins_over_the_key_from_the_environment(
+    server: SSEServer, client: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY" if client == "openai" else "ANTHROPIC_API_KEY", "sk-env")
+    server.add(Reply.error(400, {"error": {"message": "x"}}))
+    key_header = "Authorization" if client == "openai" else "x-api-key"
+    base = server.url if client == "openai" else server.root
+    model = build(client, base_url=base, headers={key_header: "proxy-token"}, max_retries=0)
+    with pytest.raises(HTTPStatusError):
+        await stream_updates(model)
+    sent = dict(server.requests[0].lines)
+    assert sent[key_header.lower()] == "proxy-token"

@@ -209,7 +209,9 @@ class AnthropicChatClient(Pooled):
         model_options: Request fields sent with every request (``{"temperature": 0}``,
             ``{"metadata": {...}}``); a run's ``RunOptions.model_options`` override them key by
             key, and ``None`` leaves a field out.
-        headers: Extra HTTP headers for every request (``anthropic-beta``, ...).
+        headers: Extra HTTP headers for every request (``anthropic-beta``, ...). One of a name
+            the client sets (in any case) replaces the client's, ``x-api-key`` from ``api_key``
+            and ``anthropic-version`` included.
         http_client: An ``httpx2.AsyncClient`` of yours to send requests with; you open and
             close it. Default: the client's own, per run or per ``async with``. A redirect is
             never followed, whatever its ``follow_redirects``: it is an ``HTTPStatusError``.
@@ -281,7 +283,7 @@ class AnthropicChatClient(Pooled):
         self._derive("/v1/messages", "anthropic")
         defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
         key = {"x-api-key": self._api_key} if self._api_key else {}
-        headers = merged_headers(defaults, self._extra_headers, key)
+        headers = merged_headers(defaults, key, self._extra_headers)
         derive(self, "_headers", headers)
         thinking = self.thinking
         if (
