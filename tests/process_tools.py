@@ -9,8 +9,10 @@ from __future__ import annotations
 import ctypes
 import enum
 import functools
+import importlib
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -223,6 +225,15 @@ def raise_deep(depth: int, group: bool = False, locked: bool = False) -> int:
 
 
 @tool(isolation="process")
+def run_plugin(directory: str, module: str, function: str) -> Any:
+    """Import ``module`` from ``directory``, which only the worker puts on its path (the parent
+    process cannot import it), and return what its ``function`` returns."""
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    return getattr(importlib.import_module(module), function)()
+
+
+@tool(isolation="process")
 def echo(value: Any) -> Any:
     """Return ``value`` as it came."""
     return value
@@ -275,6 +286,25 @@ def decorated(func: Any) -> Any:
 @decorated
 def wrapped_square(x: int) -> int:
     """Square, under another decorator."""
+    return x * x
+
+
+class Counted:
+    """A decorator written as a class (``functools.update_wrapper``, as joblib's
+    ``Memory.cache`` is): the object it makes holds the function, under @tool."""
+
+    def __init__(self, func: Any) -> None:
+        functools.update_wrapper(self, func)
+        self.func = func
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return ("counted", self.func(*args, **kwargs))
+
+
+@tool(isolation="process")
+@Counted
+def counted_square(x: int) -> int:
+    """Square, under a decorator object."""
     return x * x
 
 

@@ -167,6 +167,8 @@ def test_defaults_without_environment() -> None:
     [
         ({"base_url": "api.anthropic.com"}, "http"),
         ({"base_url": "https://api.anthropic.com/v1"}, "without /v1"),
+        ({"base_url": "https://api.anthropic.com/v1/messages"}, "without /v1/messages"),
+        ({"base_url": "http://127.0.0.1:8080/proxy/v1/messages/"}, "without /v1/messages"),
         ({"base_url": 5}, "must be a string"),
         ({"max_tokens": 0}, "max_tokens must be an integer >= 1"),
         ({"max_tokens": 10.5}, "max_tokens"),

@@ -579,6 +579,20 @@ def test_an_error_event_named_only_by_the_sse_event_field() -> None:
             + event("content_block_delta", index=0, delta={"type": "text_delta", "text": "x"}),
             "text_delta for a tool_use block",
         ),
+        *(
+            (
+                message_start()
+                + event("content_block_start", index=0, content_block=block)
+                + event("content_block_delta", index=0, delta={"type": kind, field: "x"}),
+                f"{kind} for a {block['type']} block",
+            )
+            for block in (
+                {"type": "text", "text": ""},
+                {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+                {"type": "redacted_thinking", "data": "R"},
+            )
+            for kind, field in (("thinking_delta", "thinking"), ("signature_delta", "signature"))
+        ),
         (
             message_start()
             + event("content_block_start", index=0, content_block={"type": "text", "text": ""})

@@ -157,6 +157,33 @@ async def test_async_callable_object() -> None:
     assert await greet.execute({"name": "Ada"}) == "hi Ada"
 
 
+class _Counted:
+    """A decorator written as a class (``functools.update_wrapper``), as some libraries'
+    caches and retries are; its ``__call__`` takes anything."""
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, func)
+        self.func = func
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return ("counted", self.func(*args, **kwargs))
+
+
+async def test_a_function_under_a_decorator_object_is_described_by_its_own_hints() -> None:
+    @tool
+    @_Counted
+    def square(x: int, unit: Literal["m", "cm"] = "m") -> int:
+        """Square a length."""
+        return x * x
+
+    assert square.parameters["properties"] == {
+        "x": {"type": "integer"},
+        "unit": {"enum": ["m", "cm"], "type": "string", "default": "m"},
+    }
+    assert square.description == "Square a length."
+    assert await square.execute({"x": 3}) == ("counted", 9)
+
+
 async def test_a_plain_decorators_wrapper_of_an_async_function_is_awaited_in_trio() -> None:
     # A decorator written the usual way (functools.wraps, a sync wrapper that returns what the
     # function returns) around an ``async def``: the wrapper gives a coroutine, to be awaited

@@ -316,8 +316,8 @@ async def test_a_good_key_and_headers_are_sent_as_they_are(server: SSEServer) ->
 async def test_a_header_in_another_case_replaces_the_clients_own(
     server: SSEServer, client: str
 ) -> None:
-    # One of each goes out: the headers given replace the client's defaults, the API key's
-    # header replaces a header of that name given (as when the names' cases agree).
+    # One of each goes out: the headers given replace the client's own, the API key's header
+    # included (as the official SDKs do: a proxy's token wins over a key in the environment).
     server.add(Reply.error(400, {"error": {"message": "x"}}))
     key_header = "authorization" if client == "openai" else "x-api-key"
     headers = {"accept": "application/json", key_header.upper(): "other", "X-Mine": "1"}
@@ -332,7 +332,7 @@ async def test_a_header_in_another_case_replaces_the_clients_own(
     assert len(names) == len(set(names)), lines
     sent = dict(lines)
     assert sent["accept"] == "application/json"
-    assert sent[key_header] == ("Bearer sk-k" if client == "openai" else "sk-k")
+    assert sent[key_header] == "other"
     assert sent["x-mine"] == "1"
     if client == "anthropic":
         assert sent["anthropic-version"] == "2099-01-01"
@@ -818,3 +818,66 @@ async def test_a_body_that_goes_silent_times_out_after_the_read_timeout(
     with trio.fail_after(10):
         await server.closed_while_stalled.wait()
     no_resource_warnings()
+
+
+@pytest.mark.parametrize("body", sorted(COMPLETE_BODIES))
+async def test_leaving_at_the_finish_still_reuses_the_connection(
+    body: str, server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    # A caller who stops at Finish leaves the rest of a complete body unread (the end of the
+    # chunked body, or what came after [DONE]): it is read on the way out, briefly.
+    mock_clock.autojump_threshold = 0.1
+    runs = 3
+    server.add(*(Reply(COMPLETE_BODIES[body], paced=True) for _ in range(runs)))
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url) as model:
+            for _ in range(runs):
+                async with model.run(USER) as stream:
+                    async for update in stream:
+                        if isinstance(update, Finish):
+                            break
+    assert server.connections == 1
+    no_resource_warnings()
+
+
+@pytest.mark.parametrize("cancel", [False, True], ids=["waited out", "cancelled meanwhile"])
+async def test_leaving_at_the_finish_of_a_body_that_stays_open_closes_it(
+    cancel: bool, server: SSEServer, mock_clock: trio.testing.MockClock
+) -> None:
+    # The read on the way out is bounded (DRAIN_AFTER_DONE), and a cancellation meanwhile
+    # closes the connection at once: nothing is left to the garbage collector.
+    mock_clock.autojump_threshold = 0.1
+    server.add(
+        Reply([delta("a"), delta(None, "stop"), data("[DONE]")], ending="stall"),
+        Reply([delta("b"), delta(None, "stop"), data("[DONE]")]),
+    )
+    with trio.fail_after(30):
+        async with OpenAIChatClient("m", base_url=server.url) as model:
+            start = trio.current_time()
+            with trio.move_on_after(DRAIN_AFTER_DONE / 4 if cancel else math.inf):
+                async with model.run(USER) as stream:
+                    async for update in stream:
+                        if isinstance(update, Finish):
+                            break
+            took = trio.current_time() - start
+            expected = DRAIN_AFTER_DONE / 4 if cancel else DRAIN_AFTER_DONE
+            assert took == pytest.approx(expected, abs=0.2)
+            await server.closed_while_stalled.wait()
+            await collect(model, [])
+    assert server.connections == 2
+    no_resource_warnings()
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_header_given_wins_over_the_key_from_the_environment(
+    server: SSEServer, client: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY" if client == "openai" else "ANTHROPIC_API_KEY", "sk-env")
+    server.add(Reply.error(400, {"error": {"message": "x"}}))
+    key_header = "Authorization" if client == "openai" else "x-api-key"
+    base = server.url if client == "openai" else server.root
+    model = build(client, base_url=base, headers={key_header: "proxy-token"}, max_retries=0)
+    with pytest.raises(HTTPStatusError):
+        await stream_updates(model)
+    sent = dict(server.requests[0].lines)
+    assert sent[key_header.lower()] == "proxy-token"

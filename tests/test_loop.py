@@ -655,6 +655,21 @@ async def test_a_forcing_tool_choice_applies_to_the_first_round_only(choice: Any
     assert result.messages[-1] == ChatMessage.assistant("done")
 
 
+@pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "nap"}}])
+async def test_a_forcing_tool_choice_does_not_apply_after_a_resume(choice: Any) -> None:
+    """A resume is the run's first round: the model call after it may answer (the same options
+    given again for the resume would otherwise force a call, and so pause, for ever)."""
+    model = ScriptedChatClient(["done"])
+    client = FunctionInvokingChatClient(model, [ApprovalRequiredTool(nap)])
+    call = ToolCall("a", "nap", '{"seconds": 0}')
+    conversation = [*USER, ChatMessage.assistant("", tool_calls=[call])]
+    answer = ToolApprovalRequest(call).approve()
+    options = RunOptions(tool_choice=choice, tool_approval_responses=[answer])
+    result = await run_to_completion(client, conversation, options)
+    assert [call.options.tool_choice for call in model.calls] == [None]
+    assert result.messages[-1] == ChatMessage.assistant("done")
+
+
 @pytest.mark.parametrize(
     "choice",
     ["auto", "none", {"type": "auto", "disable_parallel_tool_use": True}, {"type": "none"}],

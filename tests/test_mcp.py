@@ -7,6 +7,7 @@ These wait for real processes and sockets, so time here is real time (bounded by
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import json
@@ -296,6 +297,39 @@ async def test_paginated_listing_is_followed_to_the_end(make_server: Any, log: L
     assert sum(p["count"] for p in pages[: -(-total // 4)]) == total
 
 
+PROMPTS_ONLY = """
+import anyio
+import mcp_types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+async def prompts(ctx, params):
+    return mcp_types.ListPromptsResult(prompts=[])
+
+server = Server("prompts-only", on_list_prompts=prompts)
+
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+anyio.run(main)
+"""
+"""An MCP server (the SDK's low-level API) with prompts and no tools: it does not announce
+the ``tools`` capability and answers ``tools/list`` "method not found"."""
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_server_without_tools_has_none(protocol: str) -> None:
+    with trio.fail_after(ENTER):
+        async with MCPServer.stdio(
+            sys.executable, ["-c", PROMPTS_ONLY], protocol=protocol
+        ) as server:
+            assert server.name == "prompts-only"
+            assert server.tools == ()
+            assert await server.refresh_tools() == ()
+            assert server.available
+
+
 async def test_a_listing_that_never_ends_is_an_error(log: Log) -> None:
     with trio.fail_after(ENTER), pytest.raises(MCPConnectionError, match="cursor '3' twice"):
         async with stdio(log, "--page-size", "3", "--cursor-loop"):
@@ -363,6 +397,7 @@ def test_option_collections_must_be_collections_of_names(bad: Any) -> None:
         ({"init_timeout": 0}, "init_timeout"),
         ({"prefix": ""}, "prefix"),
         ({"protocol": "modern"}, "protocol"),
+        ({"require_approval": None}, "require_approval"),
     ],
 )
 def test_bad_options_are_configuration_errors(options: dict[str, Any], match: str) -> None:
@@ -420,6 +455,28 @@ def test_a_bad_stdio_environment_is_refused_without_showing_its_values(env: Any)
     """An environment holds API keys: the error names what is wrong, never a value."""
     with pytest.raises(ConfigurationError) as caught:
         MCPServer.stdio("python", env=env)
+    assert "secret" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("headers", "match"),
+    [
+        ({"Authorization": "Bearer sk-secret\n"}, "'Authorization' cannot go in an HTTP header"),
+        ({"Authorization": "Bearer sk-sécret"}, "'Authorization' cannot go in an HTTP header"),
+        ({"Authorization": b"Bearer sk-secret"}, "strings to strings"),
+        ({"X-Count": 1}, "strings to strings"),
+        ({"Bad Name": "sk-secret"}, "not a valid header name"),
+        ("Authorization: Bearer sk-secret", "headers must be a mapping"),
+        ([("Authorization", "Bearer sk-secret")], "headers must be a mapping"),
+    ],
+)
+def test_bad_http_headers_are_refused_without_showing_their_values(
+    headers: Any, match: str
+) -> None:
+    """A header holds a token: a newline left by a file read was an error on entering with
+    the token in its message."""
+    with pytest.raises(ConfigurationError, match=match) as caught:
+        MCPServer.http("http://127.0.0.1:9/mcp", headers=headers)
     assert "secret" not in str(caught.value)
 
 
@@ -966,6 +1023,97 @@ async def test_an_http_server_gone_while_idle_is_connected_to_again_once_it_is_b
         "c2": ("hi", False),
     }
     assert_transcript_valid(again.messages)
+
+
+async def forward_proxy(target: int, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """An HTTP forward proxy on 127.0.0.1 that sends every request to port ``target``, its
+    absolute-form target (``POST http://host:port/mcp``) made a path; a connection it cannot
+    make upstream is closed, as the server's port closed would be."""
+
+    async def forward(client: trio.SocketStream, upstream: trio.SocketStream) -> None:
+        buffer = b""
+
+        async def more() -> bool:
+            nonlocal buffer
+            data = await client.receive_some(65536)
+            buffer += data
+            return bool(data)
+
+        while True:
+            while b"\r\n\r\n" not in buffer:
+                if not await more():
+                    return
+            head, _, buffer = buffer.partition(b"\r\n\r\n")
+            line, _, headers = head.partition(b"\r\n")
+            method, url, version = line.split(b" ")
+            path = b"/" + url.split(b"/", 3)[3] if url.startswith(b"http://") else url
+            length = 0
+            for header in headers.split(b"\r\n"):
+                name, _, value = header.partition(b":")
+                assert name.strip().lower() != b"transfer-encoding"
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            while len(buffer) < length:
+                if not await more():
+                    return
+            body, buffer = buffer[:length], buffer[length:]
+            request = b" ".join([method, path, version]) + b"\r\n" + headers + b"\r\n\r\n"
+            await upstream.send_all(request + body)
+
+    async def answer(upstream: trio.SocketStream, client: trio.SocketStream) -> None:
+        while data := await upstream.receive_some(65536):
+            await client.send_all(data)
+
+    async def handle(client: trio.SocketStream) -> None:
+        try:
+            upstream = await trio.open_tcp_stream("127.0.0.1", target)
+        except OSError:
+            await client.aclose()
+            return
+        async with client, upstream, trio.open_nursery() as nursery:
+
+            async def pipe(half: Any, source: trio.SocketStream, sink: trio.SocketStream) -> None:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await half(source, sink)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(pipe, forward, client, upstream)
+            nursery.start_soon(pipe, answer, upstream, client)
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    task_status.started(listeners[0].socket.getsockname()[1])
+    await trio.serve_listeners(handle, listeners)
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_http_server_behind_a_proxy_is_connected_to_again_once_it_is_back(
+    log: Log, http_servers: list[HTTPServer], monkeypatch: pytest.MonkeyPatch, protocol: str
+) -> None:
+    # httpx2 goes through HTTP_PROXY; the check that the server is back must too (nothing
+    # takes connections at the URL itself here: only the proxy reaches the server).
+    http = HTTPServer(log)
+    http_servers.append(http)
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    for name in ("NO_PROXY", "ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    async with trio.open_nursery() as nursery:
+        proxy = await nursery.start(forward_proxy, http.port)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy}")
+        with trio.fail_after(ENTER):
+            async with MCPServer.http(url, protocol=protocol) as server:
+                add = by_remote(server)["add"]
+                assert await add.execute({"a": 1, "b": 2}) == "3"
+                http.kill()
+                with trio.fail_after(5), pytest.raises(MCPToolError, match=r"not available|ended"):
+                    await add.execute({"a": 1, "b": 2})
+                port = http.port
+                http_servers.append(
+                    await trio.to_thread.run_sync(lambda: HTTPServer(log, port=port))
+                )
+                assert await add.execute({"a": 2, "b": 2}) == "4"  # connected again
+                assert server.available
+        nursery.cancel_scope.cancel()
 
 
 async def test_an_http_server_that_no_longer_knows_the_session_gets_a_new_one(

@@ -794,6 +794,24 @@ async def test_an_error_event_inside_the_stream(server: SSEServer) -> None:
         await stream_updates(client_for(server))
 
 
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b'event: error\ndata: {"error": {"message": "late"}}\n\n',
+        b"event: error\ndata: not even JSON\n\n",
+    ],
+)
+@pytest.mark.parametrize("together", [True, False])
+async def test_an_error_event_after_done_is_ignored_in_any_piece(
+    server: SSEServer, tail: bytes, together: bool
+) -> None:
+    # The response is whole at [DONE]: an error event after it changes nothing, whether it
+    # arrives in the piece that ends the response or in a later one.
+    body = sse(openai_chunk({"content": "Hi"}), openai_chunk({}, "stop"), "[DONE]")
+    server.add(Reply([body + tail] if together else [body, tail]))
+    assert await stream_updates(client_for(server)) == [TextDelta("Hi"), Finish(FinishReason.STOP)]
+
+
 async def test_read_timeout(server: SSEServer, mock_clock: trio.testing.MockClock) -> None:
     mock_clock.autojump_threshold = 0.1
     server.add(Reply([sse(openai_chunk({"content": "Hel"}))], ending="stall"))

@@ -692,6 +692,30 @@ def test_usage_after_done_does_not_count() -> None:
     assert updates[-1] == Finish(FinishReason.STOP, Usage(5, 1))
 
 
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(["a", "a_1", "a_2", "a_2_3", "b"]), min_size=1, max_size=6))
+def test_call_ids_are_unique_in_a_response_whatever_ids_the_server_gives(ids: list[str]) -> None:
+    # A renamed id (``a`` -> ``a_2``) may be one the server gave another call: never twice.
+    calls = [
+        chunk({"tool_calls": [{"index": n, "id": i, "function": {"name": "f", "arguments": "{}"}}]})
+        for n, i in enumerate(ids)
+    ]
+    updates = decode([sse(*calls, chunk({}, "tool_calls"), "[DONE]")])
+    starts = [u.id for u in updates if isinstance(u, ToolCallStart)]
+    assert len(starts) == len(ids)
+    assert len(set(starts)) == len(ids), starts
+    message = message_of(updates)
+    assert message is not None
+    assert [call.id for call in message.tool_calls or ()] == starts
+
+
+def test_an_error_event_after_done_does_not_count() -> None:
+    # Nothing counts after [DONE], an error event no more than a chunk: the response is whole.
+    body = sse(chunk({"content": "ok"}, "stop"), "[DONE]")
+    late = b'event: error\ndata: {"error": {"message": "late"}}\n\n'
+    assert decode([body + late]) == decode([body]) == [TextDelta("ok"), Finish(FinishReason.STOP)]
+
+
 def test_recorded_cache_counts() -> None:
     glm = decode([recorded("zai/glm-4.5-reasoning_content-tool-call.sse")])[-1]
     assert glm == Finish(FinishReason.TOOL_CALLS, Usage(179, 72, cache_read_input_tokens=43))

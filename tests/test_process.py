@@ -44,7 +44,7 @@ from trio_invoke import (
     ToolTimeoutError,
     tool,
 )
-from trio_invoke._process import Reference, _death, run_in_worker
+from trio_invoke._process import Reference, _death, run_in_worker, unpickle_outcome
 from trio_invoke.testing import assert_transcript_valid, tool_call_updates
 
 USER = [ChatMessage.user("go")]
@@ -181,6 +181,7 @@ def _unsendable_cases() -> list[tuple[str, Any, str]]:
         ("partial of a local function", functools.partial(local, x=1), "does not pickle"),
         ("partial of a lambda", functools.partial(lam, x=1), "does not pickle"),
         ("wrapper that cannot reduce", RefusesToReduce(), "no reducing this"),
+        ("decorator object of a local function", pt.Counted(local), "inside another function"),
     ]
 
 
@@ -337,6 +338,15 @@ async def test_a_tool_whose_name_is_rebound_to_a_wrapper_tool_runs() -> None:
     assert _in_worker(Reference(pt.__name__, "guarded_double"), {"x": 2}) == 4
 
 
+async def test_a_function_under_a_decorator_object_runs() -> None:
+    """``@tool(isolation="process") @Counted``: the object holds the function, whose name is
+    bound to the tool, so it cannot go by value; it goes by its own name, as a wrapper does."""
+    with trio.fail_after(60):
+        assert await pt.counted_square.execute({"x": 3}) == ("counted", 9)
+    found = Reference(pt.__name__, "counted_square").resolve()
+    assert found is pt.counted_square.func
+
+
 async def test_a_function_under_functools_cache_runs() -> None:
     """``@tool(isolation="process") @functools.cache``: the cache's wrapper pickles by a name
     that is bound to the tool, so it goes by reference as a plain function does."""
@@ -443,6 +453,54 @@ async def test_exceptions_that_cannot_come_back(kind: str, message: str) -> None
 async def test_results_that_do_not_pickle(kind: str, message: str) -> None:
     with trio.fail_after(60), pytest.raises(ToolProcessError, match=message):
         await pt.give.execute({"kind": kind})
+
+
+_PLUGIN = """
+class PluginError(Exception):
+    pass
+
+def fail():
+    raise PluginError("the plugin failed")
+
+def fail_from():
+    try:
+        fail()
+    except PluginError as exc:
+        raise ValueError("wrapped") from exc
+
+def thing():
+    return PluginError("a value")
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        ("fail", r"raised PluginError, which came back from its worker process but does not"),
+        ("fail_from", r"raised ValueError, which came back from its worker process but does not"),
+        ("thing", r"the result of tool 'run_plugin' came back .* but does not unpickle"),
+    ],
+)
+async def test_what_pickles_in_the_worker_but_does_not_unpickle_here(
+    tmp_path: Path, function: str, message: str
+) -> None:
+    """A class only the worker can import (a plugin it loaded from its own path): an exception
+    of it, or chained to it, is the call's ``ToolProcessError`` naming it, as a result is."""
+    module = f"worker_only_plugin_{function}"
+    (tmp_path / f"{module}.py").write_text(_PLUGIN, encoding="utf-8")
+    arguments = {"directory": str(tmp_path), "module": module, "function": function}
+    with trio.fail_after(60), pytest.raises(ToolProcessError, match=message) as info:
+        await pt.run_plugin.execute(arguments)
+    assert f"No module named {module!r}" in str(info.value)
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient(calls(("run_plugin", arguments))), [pt.run_plugin]
+    )
+    with trio.fail_after(60):
+        updates, _ = await run_all(client)
+    [called] = [u for u in updates if isinstance(u, ToolCalled)]
+    assert called.is_error
+    assert isinstance(called.exception, ToolProcessError)
+    assert called.result == f"Error: {info.value}"
 
 
 async def test_arguments_that_do_not_pickle() -> None:
@@ -668,7 +726,7 @@ async def test_two_cpu_bound_calls_run_at_the_same_time(tmp_path: Path) -> None:
 
 def _in_worker(target: Any, arguments: dict[str, Any], name: str = "t") -> Any:
     function = pickle.dumps(target)
-    return pickle.loads(run_in_worker(name, function, pickle.dumps(arguments)))
+    return unpickle_outcome(name, *run_in_worker(name, function, pickle.dumps(arguments)))
 
 
 def test_the_worker_side_finds_functions_through_their_tools() -> None:

@@ -8,10 +8,13 @@ between the processes is pickled with the standard :mod:`pickle`:
 * the function, **by reference** for a plain function, a class or a decorator's wrapper that
   pickles by its name such as ``functools.cache``'s (its module and qualified name: the worker
   imports the module, which may run ``@tool`` again there, and takes the function out of the
-  ``FunctionTool`` it finds), else **by value** (a bound method, a
+  ``FunctionTool`` it finds), or a decorator's object that holds the function and so does not
+  pickle by value under ``@tool`` (``functools.update_wrapper``), else **by value** (a bound
+  method, a
   ``functools.partial``, a callable object), pickled on every call;
 * the arguments (JSON values, and members of the Enum types the parameters name);
-* the result, or the exception the function raised.
+* the result, or the exception the function raised (pickled in the worker, and unpickled by
+  the caller, which can tell a failure to unpickle from what the function did).
 
 What can be known not to cross -- a lambda, a function defined inside another function, a
 callable that does not pickle, an Enum parameter type that does not -- is a
@@ -41,7 +44,13 @@ import trio
 from ._exceptions import StopLoop, ToolDefinitionError, ToolError, ToolProcessError
 from ._schema import _hints_source, parameter_hints
 
-__all__ = ["ProcessTarget", "Reference", "import_trio_parallel", "run_in_worker"]
+__all__ = [
+    "ProcessTarget",
+    "Reference",
+    "import_trio_parallel",
+    "run_in_worker",
+    "unpickle_outcome",
+]
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 _MISSING_EXTRA = (
@@ -232,10 +241,22 @@ class ProcessTarget:
                 callable); the message says why.
         """
         if inspect.isfunction(function) or isinstance(function, type) or _by_name(function):
-            reference = _reference(function)
-            return cls(function, reference, pickle.dumps(reference, _PROTOCOL))
-        _check_pickles(function)
+            return cls._by_reference(function)
+        try:
+            _check_pickles(function)
+        except ToolDefinitionError:
+            # A decorator's object holding the function (functools.update_wrapper), whose name
+            # is bound to the tool, not to the function: it goes by its own (copied) name.
+            copied = getattr(function, "__dict__", {})
+            if not hasattr(function, "__wrapped__") or "__qualname__" not in copied:
+                raise
+            return cls._by_reference(function)
         return cls(function, None, None)
+
+    @classmethod
+    def _by_reference(cls, function: Callable[..., Any]) -> ProcessTarget:
+        reference = _reference(function)
+        return cls(function, reference, pickle.dumps(reference, _PROTOCOL))
 
     def check_parameters(self) -> None:
         """Check that what the arguments turn into can be sent: members of the Enum types the
@@ -285,9 +306,9 @@ class ProcessTarget:
                 f"the arguments of tool {tool_name!r} cannot be sent to a worker process: "
                 f"they do not pickle ({type(exc).__name__}: {exc})"
             ) from exc
-        run_sync: Callable[..., Awaitable[bytes]] = trio_parallel.run_sync
+        run_sync: Callable[..., Awaitable[tuple[str | None, bytes]]] = trio_parallel.run_sync
         try:
-            result = await run_sync(
+            raised, pickled = await run_sync(
                 run_in_worker,
                 tool_name,
                 function,
@@ -297,13 +318,32 @@ class ProcessTarget:
             )
         except trio_parallel.BrokenWorkerError as exc:
             raise ToolProcessError(_death(tool_name, exc)) from exc
-        try:
-            return pickle.loads(result)
-        except Exception as exc:
-            raise ToolProcessError(
-                f"the result of tool {tool_name!r} came back from its worker process but "
-                f"does not unpickle ({type(exc).__name__}: {exc})"
-            ) from exc
+        return unpickle_outcome(tool_name, raised, pickled)
+
+
+def unpickle_outcome(tool_name: str, raised: str | None, pickled: bytes) -> Any:
+    """What :func:`run_in_worker` sent back, here: the result, or the exception raised again.
+
+    Raises:
+        ToolProcessError: it does not unpickle in this process (a class that only the worker
+            can import, say).
+        Exception: the function's exception, unpickled.
+    """
+    try:
+        value = pickle.loads(pickled)
+    except Exception as exc:
+        if raised is None:
+            what = f"the result of tool {tool_name!r}"
+        else:
+            what = f"tool {tool_name!r} raised {raised}, which"
+        raise ToolProcessError(
+            f"{what} came back from its worker process but does not unpickle "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
+    if raised is None:
+        return value
+    exception: BaseException = value
+    raise exception  # outside any except block: its own __context__ stays
 
 
 # -- the worker side -----------------------------------------------------------------------------
@@ -312,12 +352,12 @@ _RESOLVED: dict[Reference, Callable[..., Any]] = {}
 """In a worker process: the functions found by reference so far."""
 
 
-def _unsendable(exc: BaseException) -> str | None:
-    """Why ``exc`` cannot go back to the parent process, if it cannot.
+def _pickled_exception(exc: BaseException) -> bytes | str:
+    """``exc`` pickled to go back to the parent process, or why it cannot go.
 
-    trio-parallel sends exceptions with tblib's pickling support (tracebacks, causes and
-    contexts included, and exception classes whose ``__init__`` takes other arguments than
-    ``args``), so the check uses it too when it is there.
+    It is pickled with tblib's pickling support (tracebacks, causes and contexts included, and
+    exception classes whose ``__init__`` takes other arguments than ``args``), as trio-parallel
+    sends exceptions, and unpickled once here to check.
     """
     try:
         tblib_pickling: Any = importlib.import_module("tblib.pickling_support")
@@ -326,10 +366,11 @@ def _unsendable(exc: BaseException) -> str | None:
     else:
         tblib_pickling.install(exc)
     try:
-        pickle.loads(pickle.dumps(exc, _PROTOCOL))
+        pickled = pickle.dumps(exc, _PROTOCOL)
+        pickle.loads(pickled)
     except Exception as problem:  # PicklingError, TypeError, AttributeError...
         return f"{type(problem).__name__}: {problem}"
-    return None
+    return pickled
 
 
 _TOO_DEEP = (
@@ -359,24 +400,22 @@ def _drop_tracebacks(exc: BaseException) -> None:
             todo += one.exceptions
 
 
-def _make_sendable(exc: Exception) -> str | None:
-    """Make ``exc`` sendable, if it can be without changing what it means, with a note; else
-    why it cannot be sent even so.
+def _make_sendable(exc: Exception) -> bytes | str:
+    """``exc`` pickled, if it can be without changing what it means, with a note; else why it
+    cannot be sent even so.
 
     First without the worker's tracebacks; then, for a ``ToolError`` (its message is the
     call's result) or a ``StopLoop`` (it stops the loop), also without its cause and context.
     """
     _drop_tracebacks(exc)
-    why = _unsendable(exc)
-    if why is None:
+    if isinstance(_pickled_exception(exc), bytes):
         exc.add_note(_TOO_DEEP)
-        return None
+        return _pickled_exception(exc)
     if isinstance(exc, ToolError | StopLoop):
         exc.__cause__ = exc.__context__ = None
-        why = _unsendable(exc)
-        if why is None:
+        if isinstance(_pickled_exception(exc), bytes):
             exc.add_note(_NO_CHAIN)
-    return why
+    return _pickled_exception(exc)
 
 
 def _load(
@@ -407,17 +446,19 @@ def _load(
     return function_found, kwargs
 
 
-def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
-    """In the worker process: call the function with the arguments; the pickled result.
+def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> tuple[str | None, bytes]:
+    """In the worker process: call the function with the arguments; ``(None, the pickled
+    result)``, or ``(the exception's type name, the pickled exception)`` when it raised one
+    (read back by :func:`unpickle_outcome`, so that one which does not unpickle in the parent
+    is a :class:`ToolProcessError` too).
 
-    Every failure that would not cross back intact becomes a :class:`ToolProcessError`: an
-    exception that does not pickle (raising it would kill the worker), a ``BaseException``
-    such as ``SystemExit`` (it would end the parent's run), a result that does not pickle.
-    Exceptions that pickle are raised as they are (without the worker's frames when only
-    their traceback is too deep to pickle; a ``ToolError`` or ``StopLoop`` also without a
-    cause or context that does not pickle; a note says so). Each ``ToolProcessError``
-    is raised outside the ``except`` block that made it, so that no unpicklable
-    ``__context__`` rides along.
+    Every failure that would not cross back intact becomes a :class:`ToolProcessError`, raised:
+    an exception that does not pickle, a ``BaseException`` such as ``SystemExit`` (it would
+    end the parent's run), a result that does not pickle. Exceptions that pickle are sent as
+    they are (without the worker's frames when only their traceback is too deep to pickle; a
+    ``ToolError`` or ``StopLoop`` also without a cause or context that does not pickle; a note
+    says so). Each ``ToolProcessError`` is raised outside the ``except`` block that made it,
+    so that no unpicklable ``__context__`` rides along.
     """
     loaded = _load(tool_name, function, arguments)
     if isinstance(loaded, ToolProcessError):
@@ -427,14 +468,14 @@ def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
     try:
         result = func(**kwargs)
     except Exception as exc:
-        if _unsendable(exc) is None:
-            raise
-        why = _make_sendable(exc)  # why it cannot be sent without the tracebacks either
-        if why is None:
-            raise
+        pickled = _pickled_exception(exc)
+        if isinstance(pickled, str):
+            pickled = _make_sendable(exc)  # or why it cannot be sent without tracebacks either
+        if isinstance(pickled, bytes):
+            return type(exc).__qualname__, pickled
         failure = ToolProcessError(
             f"tool {tool_name!r} raised {type(exc).__qualname__}, which cannot be sent back "
-            f"from its worker process: it (or its cause or context) does not pickle ({why})"
+            f"from its worker process: it (or its cause or context) does not pickle ({pickled})"
         )
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit
         exit_code = exc.code if isinstance(exc, SystemExit) else None
@@ -445,7 +486,7 @@ def run_in_worker(tool_name: str, function: bytes, arguments: bytes) -> bytes:
     if failure is not None:
         raise failure
     try:
-        return pickle.dumps(result, _PROTOCOL)
+        return None, pickle.dumps(result, _PROTOCOL)
     except Exception as exc:
         failure = ToolProcessError(
             f"tool {tool_name!r} returned a {type(result).__qualname__}, which cannot be sent "

@@ -349,6 +349,13 @@ def _parameter_error(func_name: str, name: str, problem: str) -> ToolDefinitionE
     )
 
 
+def _wraps_with_annotations(func: object) -> bool:
+    """Whether ``func`` is a decorator's object made by ``functools.update_wrapper``: it holds
+    the function's own annotations, and :func:`inspect.signature` reads the function's
+    parameters through its ``__wrapped__``."""
+    return hasattr(func, "__wrapped__") and "__annotations__" in getattr(func, "__dict__", {})
+
+
 def _hints_source(func: Callable[..., Any]) -> Callable[..., Any]:
     """Where ``typing.get_type_hints`` finds the hints of ``func``'s parameters."""
     while isinstance(func, functools.partial):
@@ -357,7 +364,7 @@ def _hints_source(func: Callable[..., Any]) -> Callable[..., Any]:
         # A class: its constructor's parameters. (mypy: __init__ of an arbitrary type is fine.)
         init: Callable[..., Any] = func.__init__  # type: ignore[misc]
         return init
-    if inspect.isroutine(func):
+    if inspect.isroutine(func) or _wraps_with_annotations(func):
         return func
     call: Callable[..., Any] = type(func).__call__  # a callable object
     return call

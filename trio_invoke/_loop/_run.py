@@ -151,7 +151,9 @@ class Run:
         await trio.lowlevel.checkpoint_if_cancelled()  # cancelled before it started: no round
         if pending:  # resume: run (or reject) the calls the conversation ends with, then round + 1
             resume = Round.resume(self, pending, decisions)
-            end = self.policy.after(resume.plan, await self._play(resume))
+            outcome = await self._play(resume)
+            self.inner_options = later_round_options(self.inner_options)  # (it was round 1)
+            end = self.policy.after(resume.plan, outcome)
             if end is not None:
                 return await self._finish(end)
         while True:

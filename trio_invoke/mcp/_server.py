@@ -47,6 +47,7 @@ from .._exceptions import ConfigurationError, ToolDefinitionError, TrioInvokeErr
 from .._loop._channels import reraise_single
 from .._text import wire_json
 from .._validate import compile_validator
+from ..providers._settings import checked_headers
 from ._errors import MCPConnectionError, MCPInitTimeoutError, MCPTimeoutError, MCPToolError
 from ._names import model_names
 from ._results import convert
@@ -255,12 +256,12 @@ class _HTTP:
 
     async def reachable(self) -> bool:
         """Whether the server's port takes a connection now (opened and closed at once, outside
-        the SDK: a request the SDK's transport cannot connect for ends its whole session)."""
-        parts = urlsplit(self.url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        the SDK: a request the SDK's transport cannot connect for ends its whole session); the
+        proxy's port when requests go through one (:func:`_connects_to`)."""
+        host, port = _connects_to(self.url)
         with trio.move_on_after(_PROBE_TIMEOUT):
             try:
-                stream = await trio.open_tcp_stream(parts.hostname or "localhost", port)
+                stream = await trio.open_tcp_stream(host, port)
             except OSError:
                 return False
             await stream.aclose()
@@ -298,6 +299,34 @@ class _HTTP:
         )
         await stack.enter_async_context(http)
         return streamable_http_client(self.url, http_client=http)
+
+
+try:
+    from httpx2._utils import URLPattern, get_environment_proxies
+
+    _PROXY_RULES: tuple[Any, Any] | None = (URLPattern, get_environment_proxies)
+except ImportError:  # private to httpx2: another version may not have them
+    _PROXY_RULES = None
+
+
+def _connects_to(url: str) -> tuple[str, int]:
+    """The host and port an ``httpx2`` client opens its connection to for ``url``: the proxy's
+    when the environment gives one for it (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
+    ``NO_PROXY``, matched as httpx2 matches them), else the URL's own."""
+    target = httpx2.URL(url)
+    mounts = []
+    if _PROXY_RULES is not None:  # httpx2's own rules (private): else the URL's host and port
+        pattern_of, environment_proxies = _PROXY_RULES
+        try:
+            mounts = [(pattern_of(key), proxy) for key, proxy in environment_proxies().items()]
+        except (AttributeError, TypeError, ValueError):
+            mounts = []
+    for pattern, proxy in sorted(mounts, key=lambda mount: mount[0]):  # most specific first
+        if pattern.matches(target):
+            if proxy is not None:
+                target = httpx2.URL(proxy)
+            break
+    return target.host or "localhost", target.port or (443 if target.scheme == "https" else 80)
 
 
 async def _long_lived(request: httpx2.Request) -> None:
@@ -540,6 +569,10 @@ class MCPServer:
         """``True``: every call needs approval; a set: calls of these server tools do."""
         if isinstance(require_approval, bool):
             self.require_approval = require_approval
+        elif require_approval is None:
+            raise ConfigurationError(
+                "require_approval takes True, False or a collection of server tool names, not None"
+            )
         else:
             names = _names(require_approval, "require_approval")
             assert names is not None
@@ -675,15 +708,20 @@ class MCPServer:
             The server, not yet connected: use it as ``async with``.
 
         Raises:
-            ConfigurationError: The URL is not ``http://`` or ``https://``, or an option is
-                invalid.
+            ConfigurationError: The URL is not ``http://`` or ``https://``, a header cannot
+                go in an HTTP request (not a ``str``, a newline, non-ASCII; the message names
+                the header, never its value), or an option is invalid.
         """
         if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
             raise ConfigurationError(f"url must be an http:// or https:// URL, got {url!r}")
         if not urlsplit(url).hostname:
             raise ConfigurationError(f"url has no host: {url!r}")
+        if headers is not None and not isinstance(headers, Mapping):
+            raise ConfigurationError(
+                f"headers must be a mapping of names to values, got a {type(headers).__name__}"
+            )
         return cls(
-            _HTTP(url, dict(headers) if headers is not None else None),
+            _HTTP(url, dict(checked_headers(headers)) if headers is not None else None),
             prefix=prefix,
             allowed_tools=allowed_tools,
             require_approval=require_approval,
@@ -1078,12 +1116,23 @@ class MCPServer:
     # -- tools and their changes ---------------------------------------------------------------
 
     async def _list(self, client: Client) -> list[mcp_types.Tool]:
-        """Every page of ``tools/list``."""
+        """Every page of ``tools/list``; none for a server without tools (one that does not
+        announce the ``tools`` capability and answers "method not found": a server of
+        prompts or resources only)."""
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         seen: set[str] = set()
         while True:
-            page = await client.list_tools(cursor=cursor)
+            try:
+                page = await client.list_tools(cursor=cursor)
+            except MCPError as exc:
+                if (
+                    exc.code == mcp_types.METHOD_NOT_FOUND
+                    and cursor is None
+                    and client.server_capabilities.tools is None
+                ):
+                    return tools
+                raise
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:

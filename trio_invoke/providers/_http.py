@@ -533,16 +533,27 @@ class SSEStream:
         return f"; the body ({kind}) starts {head!r}" if head else f"; the body ({kind}) is empty"
 
     async def aclose(self) -> None:
-        """Stop reading the body and release the connection (closed if the body is unfinished;
-        see :func:`finish_chain`).
+        """Stop reading the body and release the connection: back to the pool when the body
+        was read to its end, or when the response was complete (its last event came: the rest
+        is read here, as after the last update, within ``DRAIN_AFTER_DONE``); else closed (see
+        :func:`finish_chain`).
 
-        Cancellation: none needed; this does not block.
+        Cancellation: none needed; in a cancelled scope nothing more is read, and the
+        connection is closed at once.
         """
         self._closed = True
         self._pending.clear()
-        if self._exhausted:
-            return  # read to its end: the chain has finished, and the response is complete
-        await finish_chain(self._bytes)
+        try:
+            if not self._exhausted and self._decoder.finished and not _cancelled():
+                await self._drain()  # the caller left at the Finish, say
+        finally:
+            if not self._exhausted:  # (read to its end: the chain has finished already)
+                await finish_chain(self._bytes)
+
+
+def _cancelled() -> bool:
+    """Whether the current task is in a cancelled scope (its effective deadline is past)."""
+    return trio.current_effective_deadline() == -math.inf
 
 
 async def finish_chain(chain: AsyncIterator[bytes]) -> None:

@@ -57,8 +57,9 @@ def base_url_from(
     value: str | None, *, env: str, default: str, example: str, path: str, not_ending: str
 ) -> str:
     """The API root: ``value``, else the ``env`` variable, else ``default``; an http(s) URL
-    without a trailing slash (``example`` shows one in the error), whose path does not end with
-    ``not_ending`` (part of the ``path`` the client adds: a URL given whole, or nearly)."""
+    without a trailing slash (``example`` shows one in the error), whose path ends neither with
+    the ``path`` the client adds (a URL given whole) nor with ``not_ending``, part of it (nearly
+    whole)."""
     base = value if value is not None else os.environ.get(env, "")
     if not isinstance(base, str):
         raise ConfigurationError(f"base_url must be a string, got {base!r}")
@@ -73,11 +74,12 @@ def base_url_from(
         raise ConfigurationError(
             f"base_url must be an http(s) URL such as {example}, got {shown_url(base)!r}"
         )
-    if parsed.path.rstrip("/").endswith(not_ending):
-        raise ConfigurationError(
-            f"base_url is the API root, without {not_ending} (requests go to "
-            f"{{base_url}}{path}), got {shown_url(base)!r}"
-        )
+    for ending in (path, not_ending):  # the URL given whole, or nearly
+        if parsed.path.rstrip("/").endswith(ending):
+            raise ConfigurationError(
+                f"base_url is the API root, without {ending} (requests go to "
+                f"{{base_url}}{path}), got {shown_url(base)!r}"
+            )
     return base
 
 

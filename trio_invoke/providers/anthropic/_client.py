@@ -209,7 +209,9 @@ class AnthropicChatClient(Pooled):
         model_options: Request fields sent with every request (``{"temperature": 0}``,
             ``{"metadata": {...}}``); a run's ``RunOptions.model_options`` override them key by
             key, and ``None`` leaves a field out.
-        headers: Extra HTTP headers for every request (``anthropic-beta``, ...).
+        headers: Extra HTTP headers for every request (``anthropic-beta``, ...). One of a name
+            the client sets (in any case) replaces the client's, ``x-api-key`` from ``api_key``
+            and ``anthropic-version`` included.
         http_client: An ``httpx2.AsyncClient`` of yours to send requests with; you open and
             close it. Default: the client's own, per run or per ``async with``. A redirect is
             never followed, whatever its ``follow_redirects``: it is an ``HTTPStatusError``.
@@ -218,9 +220,9 @@ class AnthropicChatClient(Pooled):
 
     Raises:
         ConfigurationError: an empty model name, a ``base_url`` that is not an http(s) URL (or
-            ends in ``/v1``), ``max_tokens`` below 1, a ``thinking`` that is not shaped as the
-            API's (or whose ``budget_tokens`` is not below ``max_tokens``, without interleaved
-            thinking), a timeout or retry
+            ends in ``/v1`` or ``/v1/messages``), ``max_tokens`` below 1, a ``thinking`` that
+            is not shaped as the API's (or whose ``budget_tokens`` is not below
+            ``max_tokens``, without interleaved thinking), a timeout or retry
             setting that is negative, NaN or not a number, ``model_options`` that set a field
             the client owns, an ``http_client`` that is not an ``httpx2.AsyncClient``, or an
             API key or header that cannot go in an HTTP header (a newline, whitespace around it,
@@ -281,7 +283,7 @@ class AnthropicChatClient(Pooled):
         self._derive("/v1/messages", "anthropic")
         defaults = {"Accept": "text/event-stream", "anthropic-version": self.anthropic_version}
         key = {"x-api-key": self._api_key} if self._api_key else {}
-        headers = merged_headers(defaults, self._extra_headers, key)
+        headers = merged_headers(defaults, key, self._extra_headers)
         derive(self, "_headers", headers)
         thinking = self.thinking
         if (

@@ -412,7 +412,8 @@ class AnthropicDecoder:
             block.raw["thinking"] += text
             return [ReasoningDelta(text)] if text else []
         if kind == "signature_delta":
-            block.raw["signature"] += self._piece(delta, "signature", block, ("thinking",))
+            signature = self._piece(delta, "signature", block, ("thinking",))  # checks first
+            block.raw["signature"] += signature
             return []
         return []  # a delta type Anthropic added: skipped
 

@@ -144,7 +144,9 @@ class OpenAIChatClient(Pooled):
         model_options: Request fields sent with every request (``{"temperature": 0}``); a
             run's ``RunOptions.model_options`` override them key by key, and ``None`` leaves a
             field out (see :meth:`request_body`).
-        headers: Extra HTTP headers for every request.
+        headers: Extra HTTP headers for every request. One of a name the client sets (in any
+            case) replaces the client's, ``Authorization`` from ``api_key`` included (a proxy's
+            own token wins over ``OPENAI_API_KEY`` in the environment).
         http_client: An ``httpx2.AsyncClient`` of yours to send requests with; you open and
             close it. Default: the client's own, per run or per ``async with``. A redirect is
             never followed, whatever its ``follow_redirects``: it is an ``HTTPStatusError``.
@@ -222,7 +224,7 @@ class OpenAIChatClient(Pooled):
                 "API takes no reasoning back"
             )
         key = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        headers = merged_headers({"Accept": "text/event-stream"}, self._extra_headers, key)
+        headers = merged_headers({"Accept": "text/event-stream"}, key, self._extra_headers)
         derive(self, "_headers", headers)
 
     def __repr__(self) -> str:

@@ -111,8 +111,9 @@ class ChunkDecoder:
         """Never: every piece of a chat-completions stream shows what the model did."""
 
     def event(self, event: ServerSentEvent) -> list[AgentResponseUpdate]:
-        """The updates in one server-sent event (an ``error`` event raises)."""
-        if event.event == "error":
+        """The updates in one server-sent event (an ``error`` event raises, but not after
+        ``[DONE]``: nothing counts then, in whichever piece of the body it came)."""
+        if event.event == "error" and not self.finished:
             raise ModelResponseError(
                 f"the server reported an error in the stream: {error_message(event.data, '')}"
             )
@@ -274,9 +275,7 @@ class ChunkDecoder:
             if current is not None and current.open:
                 current.open = False
                 updates.append(ToolCallEnd(current.id))
-            new_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
-            if new_id in self._used:
-                new_id = f"{new_id}_{len(self._order)}"  # ids must be unique in a response
+            new_id = self._unique(call_id or f"call_{uuid.uuid4().hex[:24]}")
             current = _Call(new_id, call_id)
             self._calls[key] = current
             self._ids.setdefault(new_id, key)
@@ -294,6 +293,17 @@ class ChunkDecoder:
         self._last_key = key
         if arguments:
             updates.append(ToolCallArgs(current.id, arguments))
+
+    def _unique(self, call_id: str) -> str:
+        """``call_id``, or, if a call of the response has it, ``call_id`` with ``_n`` appended
+        (``n`` the call's place, or the next number no call has: the server may have given
+        another call that id itself). Ids are unique in a response."""
+        if call_id not in self._used:
+            return call_id
+        n = len(self._order)
+        while f"{call_id}_{n}" in self._used:
+            n += 1
+        return f"{call_id}_{n}"
 
     def _end_calls(self) -> list[AgentResponseUpdate]:
         ended: list[AgentResponseUpdate] = []
