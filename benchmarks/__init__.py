@@ -34,8 +34,9 @@ The JSON file (``--json PATH``, by default ``benchmarks/results/latest.json``) h
 ``command``, ``machine`` (what the table's header says), ``settings``, ``seconds_per_workload``,
 ``skipped`` (a line per workload or row left out, and why) and ``rows``: one per table line, with
 ``workload``, ``measure``, ``unit`` (``"s"``, ``"B"``, ``"x"`` or ``"/s"``), ``library``,
-``floor``, ``ratio``, ``target``, ``ok``, ``note`` and ``samples`` (every sample of both sides:
-seconds per run), and the workload's own fields (``n``, ``connections``, ...).
+``floor``, ``ratio``, ``target``, ``ok``, ``note`` and ``samples`` (the samples behind the row,
+seconds per run; for the HTTP workloads, wall, CPU and collector seconds of each side), and the
+workload's own fields (``n``, ``connections``, ...).
 
 This is a package, not part of the test suite: it measures, it does not assert (a missed target
 is reported in the table, and the exit status stays 0).
