@@ -247,7 +247,7 @@ def test_a_strategy_without_hypothesis_names_the_extra(monkeypatch: pytest.Monke
         from trio_invoke.testing import tool_arguments  # noqa: F401
 
 
-WITHOUT_HYPOTHESIS = """
+NO_HYPOTHESIS = """
     import importlib.abc, sys
 
     class NoHypothesis(importlib.abc.MetaPathFinder):
@@ -256,7 +256,12 @@ WITHOUT_HYPOTHESIS = """
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
     sys.meta_path.insert(0, NoHypothesis())
+"""
+"""An interpreter's first lines that make Hypothesis impossible to import."""
 
+WITHOUT_HYPOTHESIS = (
+    NO_HYPOTHESIS
+    + """
     import trio
     from trio_invoke.testing import FunctionChatClient, assert_transcript_valid, run_to_completion
 
@@ -268,6 +273,7 @@ WITHOUT_HYPOTHESIS = """
         print(exc)
     assert "hypothesis" not in sys.modules
 """
+)
 
 
 def test_the_kit_works_without_hypothesis_and_strategies_name_the_extra() -> None:
@@ -286,20 +292,14 @@ def test_the_kit_works_without_hypothesis_and_strategies_name_the_extra() -> Non
     )
 
 
-STAR_WITHOUT_HYPOTHESIS = """
-    import importlib.abc, sys
-
-    class NoHypothesis(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.partition(".")[0] == "hypothesis":
-                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-
-    sys.meta_path.insert(0, NoHypothesis())
-
+STAR_WITHOUT_HYPOTHESIS = (
+    NO_HYPOTHESIS
+    + """
     namespace = {}
     exec("from trio_invoke.testing import *", namespace)
     print(sorted(name for name in namespace if name != "__builtins__"))
 """
+)
 
 
 def test_star_import_works_without_hypothesis_and_leaves_the_strategies_out() -> None:
