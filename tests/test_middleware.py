@@ -132,6 +132,34 @@ async def test_changed_arguments_are_validated_and_run(mode: dict[str, Any]) -> 
     )
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_call_whose_arguments_text_was_changed_runs_what_the_text_says(
+    mode: dict[str, Any],
+) -> None:
+    # evolve(call=...) with other arguments text, the parsed arguments left as they were: the
+    # tool runs the text (validated), so that the result and its call agree.
+    def rewriting(text: str) -> ToolMiddleware:
+        async def rewrite(context: ToolContext, call_next: CallNext) -> ToolCalled:
+            call = attrs.evolve(context.call, arguments=text)
+            return await call_next(context.evolve(call=call))
+
+        return rewrite
+
+    batch = calls(("c1", "add", {"a": 1, "b": 2}))
+    ran = (await results_of([rewriting('{"a": 100, "b": 1}')], batch, **mode))["c1"]
+    assert (ran.result, json.loads(ran.call.arguments)) == ("101", {"a": 100, "b": 1})
+    broken = (await results_of([rewriting('{"a": 1}')], batch, **mode))["c1"]
+    assert broken.is_error
+    assert broken.result == (
+        "Error: invalid arguments for tool 'add' from middleware: missing required field 'b'"
+    )
+    not_json = (await results_of([rewriting("{a: 1")], batch, **mode))["c1"]
+    assert not_json.is_error
+    assert not_json.result.startswith(
+        "Error: invalid arguments for tool 'add' from middleware: invalid JSON arguments"
+    )
+
+
 @pytest.mark.parametrize(
     ("arguments", "where"),
     [

@@ -34,7 +34,9 @@ class ToolContext:
     :meth:`evolve` and pass that to ``call_next``."""
 
     call: ToolCall
-    """The call, as the model made it (or as an approval replaced its arguments)."""
+    """The call, as the model made it (or as an approval replaced its arguments). A context
+    evolved with a call whose ``arguments`` text differs (and the same :attr:`arguments`) runs
+    what that text says, parsed and validated as :attr:`arguments` would be."""
     arguments: Mapping[str, Any] = attrs.field(converter=_read_only)
     """The call's arguments, parsed and validated against the tool's schema (read-only)."""
     tool: Tool

@@ -492,8 +492,19 @@ def _raised(
 def _chain(entry: Entry, first: ToolContext, limits: Limits) -> CallNext:
     """The middleware around the tool, outermost first, for one call."""
 
+    def invalid(call: ToolCall, tool: Tool, exc: Exception) -> ToolCalled:
+        text = f"Error: invalid arguments for tool {tool.name!r} from middleware: {exc}"
+        return ToolCalled(call, text, True, exception=exc)
+
     async def tool(context: ToolContext) -> ToolCalled:
         call, arguments = context.call, context.arguments
+        if arguments is first.arguments and call.arguments != first.call.arguments:
+            # The call's text was changed, not its arguments: what runs is what the text says
+            # (and what its result says was run).
+            try:
+                arguments = parse_arguments(call.arguments)
+            except ArgumentsError as exc:
+                return invalid(call, context.tool, exc)
         if context.tool is not first.tool or arguments is not first.arguments:
             # A middleware changed what runs: validate it like the model's arguments.
             validate = entry.validate
@@ -504,13 +515,7 @@ def _chain(entry: Entry, first: ToolContext, limits: Limits) -> CallNext:
                 text = arguments_text(arguments)
                 validate(arguments)
             except (ArgumentsError, TypeError, ValueError) as exc:
-                return ToolCalled(
-                    call,
-                    f"Error: invalid arguments for tool {context.tool.name!r} from middleware: "
-                    f"{exc}",
-                    True,
-                    exception=exc,
-                )
+                return invalid(call, context.tool, exc)
             call = ToolCall(call.id, context.tool.name, text)
         return await _call_tool(
             context.tool, call, dict(arguments), limits.detailed_errors, trio.current_time()
