@@ -771,6 +771,21 @@ async def test_error_detail_is_opt_in(detailed: bool) -> None:
     )
 
 
+async def test_detail_of_an_exception_without_a_message_adds_nothing() -> None:
+    @tool
+    async def empty() -> str:
+        """Fails without a message."""
+        raise MemoryError
+
+    script = [tool_calls_response(ToolCall("a", "empty", "{}")), "ok"]
+    client = FunctionInvokingChatClient(
+        ScriptedChatClient(script), [empty], include_detailed_errors=True
+    )
+    assert called(await run_to_completion(client, USER))["a"].result == (
+        "Error: tool 'empty' raised MemoryError"  # no ": " with nothing after it
+    )
+
+
 async def test_successful_calls_carry_no_exception() -> None:
     client = FunctionInvokingChatClient(
         ScriptedChatClient([tool_calls_response(ToolCall("a", "nap", '{"seconds": 0}')), "ok"]),

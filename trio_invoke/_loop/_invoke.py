@@ -481,7 +481,8 @@ def _stopped(call: ToolCall, stop: StopLoop, started: float) -> ToolCalled:
 def _raised(
     call: ToolCall, who: str, exc: BaseException, detailed: bool, started: float
 ) -> ToolCalled:
-    detail = f": {_message(exc)}" if detailed else ""
+    message = _message(exc) if detailed else ""
+    detail = f": {message}" if message else ""  # (an exception without a message: no colon)
     text = f"Error: {who} raised {type(exc).__name__}{detail}"
     return ToolCalled(call, text, True, duration=trio.current_time() - started, exception=exc)
 
