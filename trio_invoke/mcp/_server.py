@@ -785,10 +785,7 @@ class MCPServer:
         """
         refused = False
         while True:
-            client, epoch = self._client, self._epoch
-            if client is None or self._lost is not None:
-                client = await self._reconnected(None)  # (or "not available")
-                epoch = self._epoch
+            client, epoch = await self._connection(None)
             try:
                 listed = await self._list(client)
             except TrioInvokeError:
@@ -939,6 +936,14 @@ class MCPServer:
         )
         await ready.wait()  # (bounded by init_timeout; the block's end stops it)
         return outcome[0]
+
+    async def _connection(self, tool: MCPTool | None) -> tuple[Client, int]:
+        """The current connection's client and epoch, or a new connection's once it is lost
+        (see :meth:`_reconnected`, which raises "not available" when there is none)."""
+        client = self._client
+        if client is None or self._lost is not None:
+            client = await self._reconnected(tool)
+        return client, self._epoch
 
     async def _reconnected(self, tool: MCPTool | None) -> Client:
         """The client of a new connection, once the current one is lost (a call that finds
@@ -1326,11 +1331,8 @@ class MCPServer:
         sent = refused = False
         with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
             while True:
-                client, epoch = self._client, self._epoch
-                if client is None or self._lost is not None:
-                    sent = False
-                    client = await self._reconnected(tool)  # (or "not available")
-                    epoch = self._epoch
+                sent = False
+                client, epoch = await self._connection(tool)
                 sent = True
                 self._in_flight[epoch] += 1
                 try:
