@@ -408,14 +408,20 @@ def _make_sendable(exc: Exception) -> bytes | str:
     call's result) or a ``StopLoop`` (it stops the loop), also without its cause and context.
     """
     _drop_tracebacks(exc)
-    if isinstance(_pickled_exception(exc), bytes):
-        exc.add_note(_TOO_DEEP)
-        return _pickled_exception(exc)
-    if isinstance(exc, ToolError | StopLoop):
+    pickled = _noted(exc, _TOO_DEEP)
+    if isinstance(pickled, str) and isinstance(exc, ToolError | StopLoop):
         exc.__cause__ = exc.__context__ = None
-        if isinstance(_pickled_exception(exc), bytes):
-            exc.add_note(_NO_CHAIN)
-    return _pickled_exception(exc)
+        pickled = _noted(exc, _NO_CHAIN)
+    return pickled
+
+
+def _noted(exc: Exception, note: str) -> bytes | str:
+    """``exc`` pickled with ``note`` added, or why it cannot be (the note is taken back)."""
+    exc.add_note(note)
+    pickled = _pickled_exception(exc)
+    if isinstance(pickled, str):
+        exc.__notes__.remove(note)
+    return pickled
 
 
 def _load(
