@@ -11,7 +11,7 @@ import math
 
 from ._exceptions import ConfigurationError
 
-__all__ = ["check_count", "check_seconds"]
+__all__ = ["check_count", "check_flag", "check_seconds"]
 
 
 def check_seconds(name: str, value: object) -> None:
@@ -31,6 +31,17 @@ def check_seconds(name: str, value: object) -> None:
         ok = not math.isnan(value) and value > 0
     if not ok:
         raise ConfigurationError(f"{name} must be a number of seconds > 0 or None, got {value!r}")
+
+
+def check_flag(name: str, value: object) -> None:
+    """``value`` must be ``True`` or ``False`` (a string from a config file, ``"false"``, would
+    otherwise turn it on; ``0`` and ``None`` are refused as well).
+
+    Raises:
+        ConfigurationError: naming ``name`` and ``value``.
+    """
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False, got {value!r:.80}")
 
 
 def check_count(name: str, value: object) -> None:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, ove
 import attrs
 import trio
 
-from ._checks import check_seconds
-from ._exceptions import ConfigurationError, ToolDefinitionError
+from ._checks import check_flag, check_seconds
+from ._exceptions import ToolDefinitionError
 from ._process import ProcessTarget, import_trio_parallel
 from ._schema import describe_function
 from ._threads import tool_thread_limiter
@@ -146,10 +146,7 @@ class FunctionTool(Generic[P, R]):
             raise ToolDefinitionError(
                 f"tool description must be a str or None, got {description!r:.80}"
             )
-        if not isinstance(requires_approval, bool):  # "no" from a config file would require it
-            raise ConfigurationError(
-                f"tool requires_approval must be True or False, got {requires_approval!r:.80}"
-            )
+        check_flag("tool requires_approval", requires_approval)
         if isolation == "process":
             import_trio_parallel()  # here, not at the first call: a missing extra is found early
             process = ProcessTarget.of(func)

@@ -27,6 +27,7 @@ from typing import Literal
 import trio
 
 from .._approval import match_approvals, pending_calls
+from .._checks import check_flag
 from .._client import ChatClient
 from .._exceptions import ConfigurationError
 from .._messages import ChatMessage, MessageRole
@@ -249,9 +250,8 @@ class FunctionInvokingChatClient:
             ("sequential", sequential),
             ("include_detailed_errors", include_detailed_errors),
             ("eager_tools", eager_tools),
-        ):  # a string from a config file ("false") would otherwise turn it on
-            if not isinstance(value, bool):
-                raise ConfigurationError(f"{flag} must be True or False, got {value!r}")
+        ):
+            check_flag(flag, value)
         self.inner = inner
         self.max_rounds = max_rounds
         self.on_max_rounds = on_max_rounds

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from .._checks import check_flag
 from .._content import ContentPart, ImagePart, TextPart
 from .._exceptions import ConfigurationError
 from .._facts import RESPONSE_FACTS, ResponseFacts
@@ -189,9 +190,7 @@ def _set_usage(span: trace.Span, usage: Usage | None) -> None:
 
 
 def _a_bool(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    # (a string from a config file or the environment, "false", would turn it on)
-    if not isinstance(value, bool):
-        raise ConfigurationError(f"{attribute.name} must be True or False, got {value!r:.80}")
+    check_flag(attribute.name, value)
 
 
 def _text_or_none(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
