@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import types
 import typing
@@ -15,7 +14,7 @@ import trio
 import trio.lowlevel
 
 from ._exceptions import ConfigurationError, ScriptExhaustedError
-from ._messages import ChatMessage, FinishReason
+from ._messages import ChatMessage, FinishReason, first_not_a_message, is_conversation
 from ._once import entered_once
 from ._options import RunOptions
 from ._updates import AgentResponseUpdate, Finish, TextDelta
@@ -119,17 +118,14 @@ def recorded_call(who: str, messages: object, options: object) -> ScriptedCall:
         TypeError: ``messages`` is not a sequence of :class:`ChatMessage`, or ``options`` is
             neither ``None`` nor a :class:`RunOptions`; the message says which.
     """
-    if not isinstance(messages, list | tuple) and (  # (isinstance(tuple, Sequence) is slow)
-        isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence)
-    ):
+    if not is_conversation(messages):
         raise TypeError(
             f"{who}.run() takes a sequence of ChatMessages for messages, not {_describe(messages)}"
         )
     snapshot = tuple(messages)
-    if not all(map(isinstance, snapshot, itertools.repeat(ChatMessage))):  # (at C speed)
-        index, message = next(
-            (i, m) for i, m in enumerate(snapshot) if not isinstance(m, ChatMessage)
-        )
+    stranger = first_not_a_message(snapshot)
+    if stranger is not None:
+        index, message = stranger
         raise TypeError(
             f"{who}.run() takes ChatMessages, but messages[{index}] is "
             f"{_describe(message)} (build it with ChatMessage.user(...) or "

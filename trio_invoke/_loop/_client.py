@@ -30,7 +30,7 @@ from .._approval import match_approvals, pending_calls
 from .._checks import check_flag
 from .._client import ChatClient
 from .._exceptions import ConfigurationError
-from .._messages import ChatMessage, MessageRole
+from .._messages import ChatMessage, MessageRole, first_not_a_message, is_conversation
 from .._middleware import ToolMiddleware
 from .._once import Once
 from .._options import RunOptions
@@ -103,17 +103,19 @@ def _check_has_run(name: str, value: object, what: str) -> None:
 
 
 def _checked_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):
+    if not is_conversation(messages):
         raise TypeError(
             f"messages must be a sequence of ChatMessage, got a {type(messages).__name__}"
         )
-    for index, message in enumerate(messages):
-        if not isinstance(message, ChatMessage):
-            raise TypeError(
-                f"messages[{index}] is a {type(message).__name__}, not a ChatMessage "
-                "(build it with ChatMessage.user(...) or ChatMessage.from_dict(...))"
-            )
-    return list(messages)
+    conversation = list(messages)
+    stranger = first_not_a_message(conversation)
+    if stranger is not None:
+        index, message = stranger
+        raise TypeError(
+            f"messages[{index}] is a {type(message).__name__}, not a ChatMessage "
+            "(build it with ChatMessage.user(...) or ChatMessage.from_dict(...))"
+        )
+    return conversation
 
 
 def _check(name: str, value: float | None, minimum: int, *, integer: bool = True) -> None:
