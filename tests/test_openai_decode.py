@@ -902,6 +902,81 @@ def test_geminis_thought_signature_on_a_tool_call_stays_on_the_call_and_goes_bac
     assert ChatMessage.from_dict(json.loads(json.dumps(message.to_dict()))) == message
 
 
+def test_a_functions_own_other_keys_stay_on_the_call_and_go_back_inside_its_function() -> None:
+    # Keys of a call's function beyond name and arguments are kept as the call's own other
+    # keys are (under provider_data["function"]), and go back inside the function.
+    raw = sse(
+        chunk(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "c1",
+                        "type": "function",
+                        "extra_content": {"k": 1},
+                        "function": {
+                            "name": "f",
+                            "arguments": '{"a":',
+                            "signature": "s1",
+                            "meta": {"n": [1, None]},
+                            "dropped": None,
+                        },
+                    },
+                    {"index": 1, "id": "c2", "function": {"name": "g", "strict": True}},
+                ],
+            }
+        ),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": " 1}"}}]}, "tool_calls"),
+        "[DONE]",
+    )
+    updates = decode([raw])
+    starts = [u for u in updates if isinstance(u, ToolCallStart)]
+    assert starts == [
+        ToolCallStart(
+            "c1",
+            "f",
+            provider_data={
+                "extra_content": {"k": 1},
+                "function": {"signature": "s1", "meta": {"n": [1, None]}},
+            },
+        ),
+        ToolCallStart("c2", "g", provider_data={"function": {"strict": True}}),
+    ]
+    message = message_of(updates)
+    assert message is not None
+    first, _ = message.tool_calls or ()
+    assert first.arguments == '{"a": 1}'
+    assert first.provider_data["function"] == {"signature": "s1", "meta": {"n": [1, None]}}
+    # The next request's assistant message has them inside each call's function.
+    [sent] = wire_messages([message], provider_family("http://localhost:8000/v1"))
+    assert sent["tool_calls"] == [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {
+                "name": "f",
+                "arguments": '{"a": 1}',
+                "signature": "s1",
+                "meta": {"n": [1, None]},
+            },
+            "extra_content": {"k": 1},
+        },
+        {
+            "id": "c2",
+            "type": "function",
+            "function": {"name": "g", "arguments": "{}", "strict": True},
+        },
+    ]
+    assert ChatMessage.from_dict(json.loads(json.dumps(message.to_dict()))) == message
+    # A function with name and arguments only (nearly every server's): nothing kept.
+    plain = sse(
+        chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}]}, "tool_calls")
+    )
+    [start] = [u for u in decode([plain]) if isinstance(u, ToolCallStart)]
+    assert start.provider_data == {}
+
+
 def test_a_tool_call_key_that_is_not_json_is_a_response_error() -> None:
     call = {"index": 0, "id": "c1", "extra_content": {"score": 0.5}, "function": {"name": "f"}}
     raw = sse(chunk({"tool_calls": [call]}, "tool_calls")).replace(b"0.5", b"NaN")

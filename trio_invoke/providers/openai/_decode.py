@@ -10,8 +10,9 @@ on any split of a recorded stream) without the ``openai`` extra:
   into ``ProviderDataDelta`` pieces, one item per detail ``type`` and ``index``; ``tool_calls``
   deltas into ``ToolCallStart`` / ``ToolCallArgs`` / ``ToolCallEnd`` (a call's keys beyond
   ``index``, ``id``, ``type`` and ``function`` -- Gemini's ``extra_content``, with the call's
-  thought signature -- in ``ToolCallStart.provider_data``); the ``finish_reason``
-  chunk and the later usage chunk into one ``Finish``.
+  thought signature -- in ``ToolCallStart.provider_data``, and its ``function``'s keys beyond
+  ``name`` and ``arguments`` there under ``"function"``, as ``ToolCall`` keeps them); the
+  ``finish_reason`` chunk and the later usage chunk into one ``Finish``.
 * ``error_message`` reads a provider's error body.
 
 Tool-call deltas are matched to their call by ``index`` (an integer, or an integer written as a
@@ -38,7 +39,7 @@ import attrs
 from ..._content import json_object
 from ..._exceptions import ModelResponseError
 from ..._facts import ResponseFacts
-from ..._messages import FinishReason, Usage
+from ..._messages import _FUNCTION_KEYS, FinishReason, Usage
 from ..._updates import (
     AgentResponseUpdate,
     Finish,
@@ -327,10 +328,20 @@ _CALL_KEYS: Final = frozenset({"index", "id", "type", "function"})
 
 def _call_extra(call: Mapping[str, Any]) -> dict[str, Any] | None:
     """The keys of a call's first piece beyond the ones the decoder reads (Gemini's
-    ``extra_content``, which holds the call's thought signature), to go back with the call."""
-    if _CALL_KEYS.issuperset(call):
+    ``extra_content``, which holds the call's thought signature), to go back with the call;
+    and those of its ``function`` beyond ``name`` and ``arguments``, as an object under
+    ``"function"``, which ``ToolCall.to_dict()`` puts back inside the call's ``function``."""
+    function = call.get("function")
+    more = (
+        {k: v for k, v in function.items() if k not in _FUNCTION_KEYS and v is not None}
+        if isinstance(function, dict) and not _FUNCTION_KEYS.issuperset(function)
+        else {}
+    )
+    if _CALL_KEYS.issuperset(call) and not more:
         return None  # what nearly every server sends
     extra = {k: v for k, v in call.items() if k not in _CALL_KEYS and v is not None}
+    if more:
+        extra["function"] = more
     try:
         json_object(extra, "a tool call")
     except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
