@@ -235,3 +235,64 @@ def message_of(updates: Iterable[AgentResponseUpdate]) -> ChatMessage | None:
             accumulator.add(update)
     accumulator.finish()
     return accumulator.message()
+
+
+# A web search turn, in the shape the API streams it (the web_search_20250305 server tool):
+# the model's words, its server_tool_use (the query in input_json_delta pieces), the
+# web_search_tool_result the API adds whole, then text that cites a result (citations_delta)
+# and a call of a function tool.
+WEB_USE = {"type": "server_tool_use", "id": "srvtoolu_01Web", "name": "web_search", "input": {}}
+WEB_RESULT = {
+    "type": "web_search_tool_result",
+    "tool_use_id": "srvtoolu_01Web",
+    "content": [
+        {
+            "type": "web_search_result",
+            "title": "Paris weather today",
+            "url": "https://weather.example/paris",
+            "encrypted_content": "EqgfCioIARgBIiQ3YTY0==",
+            "page_age": None,
+        },
+        {
+            "type": "web_search_result",
+            "title": "Paris forecast",
+            "url": "https://forecast.example/fr/paris",
+            "encrypted_content": "Eo0OCioIARgBIiQ3YTY1==",
+            "page_age": "2 hours ago",
+        },
+    ],
+}
+WEB_CITATION = {
+    "type": "web_search_result_location",
+    "cited_text": "Sunny, 21 °C in Paris this afternoon.",
+    "url": "https://weather.example/paris",
+    "title": "Paris weather today",
+    "encrypted_index": "EpABCioIARgBIiQ3YTY2==",
+}
+WEB_SEARCH = (
+    message_start(2037)
+    + text_block(0, "I'll look that up.")
+    + event("content_block_start", index=1, content_block=WEB_USE)
+    + b"".join(
+        event(
+            "content_block_delta",
+            index=1,
+            delta={"type": "input_json_delta", "partial_json": piece},
+        )
+        for piece in ("", '{"query": "Paris', ' weather today"}')
+    )
+    + event("content_block_stop", index=1)
+    + ping()
+    + event("content_block_start", index=2, content_block=WEB_RESULT)
+    + event("content_block_stop", index=2)
+    + event("content_block_start", index=3, content_block={"type": "text", "text": ""})
+    + event(
+        "content_block_delta",
+        index=3,
+        delta={"type": "citations_delta", "citation": WEB_CITATION},
+    )
+    + event("content_block_delta", index=3, delta={"type": "text_delta", "text": "It is sunny."})
+    + event("content_block_stop", index=3)
+    + tool_block(4, "toolu_01Time", "get_time", '{"zone": "Europe/Paris"}')
+    + message_end("tool_use", 160, input_tokens=2037)
+)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from typing import Any
+from unittest.mock import ANY
 
 import httpx2
 import pytest
@@ -20,6 +21,10 @@ from anthropic_streams import (
     SHAPED,
     TEXT,
     THINKING,
+    UNKNOWN,
+    WEB_RESULT,
+    WEB_SEARCH,
+    WEB_USE,
     decode,
     error_event,
     event,
@@ -58,11 +63,13 @@ from trio_invoke import (
     ModelConnectionError,
     ModelResponseError,
     ModelTimeoutError,
+    ProviderDataDelta,
     ReasoningDelta,
     RunOptions,
     TextDelta,
     ToolCalled,
     ToolCallStart,
+    ToolDefinition,
     Usage,
     tool,
 )
@@ -651,8 +658,13 @@ async def test_pause_turn_is_continued_as_one_response(server: SSEServer) -> Non
     )
     server.add(Reply(cut(paused(), 13)), Reply(cut(continuation, 13)))
     updates = await stream_updates(client_for(server), [ChatMessage.user("Search trio")])
+    use = {"type": "server_tool_use", "id": "srvtoolu_trio", "name": "web_search"}
+    place = {"after_calls": 0, "text_at": 11, "after_thinking": 0}
     assert updates == [
         TextDelta("Searching. "),
+        ProviderDataDelta(
+            "server_blocks", "1", update={"block": use | {"input": {"query": "trio"}}, **place}
+        ),
         TextDelta("Found: Trio."),
         Finish(FinishReason.STOP, Usage(40 + 90, 15 + 8)),
     ]
@@ -698,7 +710,12 @@ async def test_a_paused_response_goes_back_without_its_empty_text_blocks(server:
     done = message_start(5) + text_block(0, "Done.") + message_end("end_turn", 2)
     server.add(Reply([only_empty]), Reply([with_search]), Reply([done]))
     updates = await stream_updates(client_for(server), [ChatMessage.user("Search trio")])
-    assert updates == [TextDelta("Done."), Finish(FinishReason.STOP, Usage(75, 4))]
+    place = {"after_calls": 0, "text_at": 0, "after_thinking": 0}
+    assert updates == [
+        ProviderDataDelta("server_blocks", "1.1", update={"block": SEARCH, **place}),
+        TextDelta("Done."),
+        Finish(FinishReason.STOP, Usage(75, 4)),
+    ]
     second, third = (r.json["messages"] for r in server.requests[1:])
     assert second == [{"role": "user", "content": [{"type": "text", "text": "Search trio"}]}]
     assert third[1] == {"role": "assistant", "content": [SEARCH]}
@@ -857,6 +874,149 @@ async def test_parallel_tool_calls_false_and_tool_choice_reach_the_request(
         "type": "auto",
         "disable_parallel_tool_use": True,
     }  # a forced choice is for round one
+
+
+# -- server tools ----------------------------------------------------------------------------
+
+WEB = {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
+
+
+def test_server_tools_go_after_the_function_tools() -> None:
+    fetch = {"type": "web_fetch_20250910", "name": "web_fetch", "allowed_domains": ["a.org"]}
+    model = AnthropicChatClient("claude-x", server_tools=[WEB, fetch])
+    assert model.server_tools == (WEB, fetch)
+    body = model.request_body(USER, RunOptions(tools=[ToolDefinition.of(get_weather)]))
+    assert [tool.get("type") for tool in body["tools"]] == [None, WEB["type"], fetch["type"]]
+    assert body["tools"][0]["name"] == "get_weather"
+    assert body["tools"][1:] == [WEB, fetch]
+    assert "tool_choice" not in body
+    # Also with no function tools; and the tool_choice of the run goes with them.
+    body = model.request_body(USER, RunOptions(tool_choice="required"))
+    assert (body["tools"], body["tool_choice"]) == ([WEB, fetch], {"type": "any"})
+    named = {"type": "function", "function": {"name": "web_search"}}
+    body = model.request_body(USER, RunOptions(tool_choice=named, parallel_tool_calls=False))
+    assert body["tool_choice"] == {
+        "type": "tool",
+        "name": "web_search",
+        "disable_parallel_tool_use": True,
+    }
+    # Without either kind, neither tools nor tool_choice.
+    plain = AnthropicChatClient("claude-x").request_body(USER, RunOptions(tool_choice="auto"))
+    assert "tools" not in plain
+    assert "tool_choice" not in plain
+    # The request holds copies: changing one changes nothing of the client's.
+    body["tools"][1]["allowed_domains"].append("b.org")
+    assert model.server_tools[1]["allowed_domains"] == ["a.org"]
+
+
+@pytest.mark.parametrize(
+    ("tools", "match"),
+    [
+        ({"type": "web_search_20250305", "name": "web_search"}, "a sequence of tool declar"),
+        ("web_search", "a sequence of tool declarations"),
+        (["web_search"], r"server_tools\[0\] must be a mapping with a 'type' and a 'name'"),
+        ([{"name": "web_search"}], r"server_tools\[0\] needs a 'type'"),
+        ([{"type": "web_search_20250305"}], r"server_tools\[0\] needs a 'name'"),
+        ([WEB, {"type": "x", "name": 5}], r"server_tools\[1\] needs a 'name'"),
+        ([{"type": "", "name": "w"}], "needs a 'type', a non-empty string"),
+        ([WEB, WEB], "two tools named 'web_search'"),
+        ([{**WEB, "max_uses": float("nan")}], r"server_tools\[0\] must hold JSON values only"),
+        ([{**WEB, "user_location": object()}], "JSON values only"),
+    ],
+)
+def test_bad_server_tools(tools: Any, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        AnthropicChatClient("claude-x", server_tools=tools)
+    model = AnthropicChatClient("claude-x")
+    with pytest.raises(ConfigurationError, match=match):
+        model.server_tools = tools  # checked as the constructor checks it
+    assert model.server_tools == ()
+
+
+def test_a_server_tool_named_as_a_function_tool_is_an_error_naming_both() -> None:
+    search = ToolDefinition("web_search", "Search my notes.", {"type": "object"})
+    model = AnthropicChatClient("claude-x", server_tools=[WEB])
+    with pytest.raises(
+        ConfigurationError,
+        match=r"server tool 'web_search' \(web_search_20250305\) has the name of a function "
+        r"tool, 'web_search'",
+    ):
+        model.request_body(USER, RunOptions(tools=[search]))
+
+
+async def test_a_web_search_turn_streams_its_text_and_goes_back_whole(server: SSEServer) -> None:
+    # The API runs the search: no call of the loop's comes of it, only the text; the blocks
+    # (the search, its results, the text around them, the function call) go back in the next
+    # round's request, in the order they came, as the API's content of the turn.
+    done = message_start(2500) + text_block(0, "Sunny; it is 14:05.") + message_end("end_turn", 9)
+    server.add(Reply(cut(WEB_SEARCH, 23)), Reply([done]))
+    agent = FunctionInvokingChatClient(client_for(server, server_tools=[WEB]), [get_time])
+    updates: list[AgentResponseUpdate] = []
+    with trio.fail_after(20):
+        async with agent.run(USER) as stream:
+            async for update in stream:
+                updates.append(update)
+    texts = [u.text for u in updates if isinstance(u, TextDelta)]
+    assert texts == ["I'll look that up.", "It is sunny.", "Sunny; it is 14:05."]
+    assert [(u.id, u.name) for u in updates if isinstance(u, ToolCallStart)] == [
+        ("toolu_01Time", "get_time")
+    ]
+    assert [u.call.id for u in updates if isinstance(u, ToolCalled)] == ["toolu_01Time"]
+    assert updates[-1] == Finish(FinishReason.STOP, Usage(2037 + 25, 160 + 9))
+    first, second = (r.json for r in server.requests)
+    for body in (first, second):
+        assert [t["name"] for t in body["tools"]] == ["get_time", "web_search"]
+        assert body["tools"][1] == WEB
+    search = {**WEB_USE, "input": {"query": "Paris weather today"}}
+    assert second["messages"][1:] == [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "I'll look that up."},
+                search,
+                WEB_RESULT,
+                {"type": "text", "text": "It is sunny."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_01Time",
+                    "name": "get_time",
+                    "input": {"zone": "Europe/Paris"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_01Time", "content": ANY}],
+        },
+    ]
+    # The transcript keeps them (JSON: it can be stored and sent again later).
+    assistant = stream.messages[0]
+    assert assistant.content == "I'll look that up.It is sunny."
+    assert [entry["block"] for entry in assistant.provider_data["server_blocks"]] == [
+        search,
+        WEB_RESULT,
+    ]
+    again = ChatMessage.from_dict(json.loads(json.dumps(assistant.to_dict())))
+    assert again == assistant
+    assert_transcript_valid([*USER, *stream.messages])
+
+
+async def test_server_tools_alone_answer_in_one_round(server: SSEServer) -> None:
+    server.add(Reply([UNKNOWN]), Reply([TEXT]))
+    model = client_for(server, server_tools=[WEB])
+    agent = FunctionInvokingChatClient(model, [])
+    with trio.fail_after(20):
+        response = await agent.get_response(USER)
+        assert (response.text, response.finish_reason) == ("Found it.", FinishReason.STOP)
+        assert not any(isinstance(u, ToolCallStart) for u in await stream_updates(model, USER))
+    assert [r.json["tools"] for r in server.requests] == [[WEB], [WEB]]
+    # The next turn of the conversation sends the search back before the text.
+    body = model.request_body([*USER, *response.messages, ChatMessage.user("Thanks.")])
+    assert body["messages"][1]["content"] == [
+        {**SERVER_SEARCH, "input": {"query": "trio"}},
+        RESULTS,
+        {"type": "text", "text": "Found it."},
+    ]
 
 
 def anthropic_like(request: Request) -> Reply | None:

@@ -59,6 +59,7 @@ from trio_invoke import (
 from trio_invoke._accumulate import ToolCallAccumulator
 from trio_invoke.providers._sse import SSEParser
 from trio_invoke.providers.anthropic._decode import (
+    SERVER_BLOCKS,
     STOP_REASONS,
     THINKING_BLOCKS,
     AnthropicDecoder,
@@ -80,6 +81,24 @@ def outcome(pieces: Iterable[bytes]) -> list[Any]:
         return updates + decoder.end_of_body()
     except ModelResponseError as exc:
         return [*updates, ("raised", str(exc), exc.error_type)]
+
+
+def server_blocks(updates: Iterable[Any]) -> list[Any]:
+    """The blocks of the ``server_blocks`` pieces in ``updates``."""
+    return [
+        update.update["block"]
+        for update in updates
+        if isinstance(update, ProviderDataDelta) and update.field == SERVER_BLOCKS
+    ]
+
+
+def shown(updates: Iterable[Any]) -> list[Any]:
+    """``updates`` without the ``server_blocks`` pieces."""
+    return [
+        update
+        for update in updates
+        if not (isinstance(update, ProviderDataDelta) and update.field == SERVER_BLOCKS)
+    ]
 
 
 # -- Anthropic-shaped streams ------------------------------------------------------------------
@@ -342,10 +361,12 @@ def test_pause_turn_with_tool_calls_answers_the_calls_first() -> None:
 
 def test_unknown_events_blocks_and_deltas_are_skipped_but_kept_in_the_blocks() -> None:
     decoder = AnthropicDecoder()
-    assert decode([UNKNOWN], decoder) == [
+    updates = decode([UNKNOWN], decoder)
+    assert shown(updates) == [
         TextDelta("Found it."),
         Finish(FinishReason.STOP, Usage(25, 40)),
     ]
+    assert server_blocks(updates) == decoder.blocks[:2]
     assert decoder.blocks == [
         {
             "type": "server_tool_use",
@@ -396,10 +417,12 @@ def test_deltas_on_a_block_the_decoder_does_not_model_are_never_fatal(
         + message_end()
     )
     decoder = AnthropicDecoder()
-    assert decode([raw], decoder) == [
+    updates = decode([raw], decoder)
+    assert shown(updates) == [
         TextDelta("The server echoed hi."),
         Finish(FinishReason.STOP, Usage(25, 40)),
     ]
+    assert server_blocks(updates) == decoder.blocks[:2]
     assert decoder.blocks == [
         {**start, "input": {"text": "hi"}},
         MCP_RESULT,
@@ -409,10 +432,12 @@ def test_deltas_on_a_block_the_decoder_does_not_model_are_never_fatal(
 
 def test_an_mcp_connector_tool_is_kept_in_the_blocks_not_called() -> None:
     decoder = AnthropicDecoder()
-    assert decode([MCP], decoder) == [
+    updates = decode([MCP], decoder)
+    assert shown(updates) == [
         TextDelta("The server echoed hi."),
         Finish(FinishReason.STOP, Usage(25, 40)),
     ]
+    assert server_blocks(updates) == decoder.blocks[:-1]
     assert decoder.blocks[0] == {**MCP_USE, "input": {"text": "hi"}}
 
 
@@ -456,7 +481,9 @@ def test_a_compaction_blocks_delta_brings_its_content(
         + message_end()
     )
     decoder = AnthropicDecoder()
-    assert decode([raw], decoder) == [TextDelta("Hello!"), Finish(FinishReason.STOP, Usage(25, 40))]
+    updates = decode([raw], decoder)
+    assert shown(updates) == [TextDelta("Hello!"), Finish(FinishReason.STOP, Usage(25, 40))]
+    assert server_blocks(updates) == [expected]
     assert decoder.blocks == [expected, {"type": "text", "text": "Hello!"}]
 
 

@@ -8,7 +8,17 @@ import json
 from typing import Any
 
 import pytest
-from anthropic_streams import decode, message_of
+from anthropic_streams import (
+    WEB_SEARCH,
+    decode,
+    event,
+    message_end,
+    message_of,
+    message_start,
+    text_block,
+    thinking_block,
+    tool_block,
+)
 from recorded import recorded, recorded_json
 
 from trio_invoke import (
@@ -30,6 +40,7 @@ from trio_invoke import (
     tool,
 )
 from trio_invoke.providers._http import encode_json
+from trio_invoke.providers.anthropic._decode import AnthropicDecoder
 from trio_invoke.providers.anthropic._wire import (
     wire_conversation,
     wire_tool_choice,
@@ -389,6 +400,121 @@ def test_reasoning_without_signed_blocks_is_not_sent() -> None:
 def test_thinking_blocks_that_are_not_blocks_are_a_configuration_error(blocks: Any) -> None:
     message = ChatMessage(MessageRole.ASSISTANT, "x", provider_data={"thinking_blocks": blocks})
     with pytest.raises(ConfigurationError, match="thinking_blocks"):
+        wire_conversation([message])
+
+
+def server_pair(index: int, n: int) -> bytes:
+    """A server tool's use (its input in pieces) and its result, at ``index`` and after."""
+    use = {"type": "server_tool_use", "id": f"srvtoolu_{n}", "name": "web_search", "input": {}}
+    result = {"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{n}", "content": []}
+    pieces = ["", '{"query": ', f'"q{n}"}}']
+    return (
+        event("content_block_start", index=index, content_block=use)
+        + b"".join(
+            event(
+                "content_block_delta",
+                index=index,
+                delta={"type": "input_json_delta", "partial_json": piece},
+            )
+            for piece in pieces
+        )
+        + event("content_block_stop", index=index)
+        + event("content_block_start", index=index + 1, content_block=result)
+        + event("content_block_stop", index=index + 1)
+    )
+
+
+@pytest.mark.parametrize(
+    "blocks",
+    [
+        pytest.param(lambda: WEB_SEARCH, id="recorded shape: text, search, text, call"),
+        pytest.param(
+            lambda: (
+                thinking_block(0, "a")
+                + server_pair(1, 1)
+                + thinking_block(3, "b")
+                + text_block(4, "Sunny.")
+                + tool_block(5, "toolu_1", "f", "{}")
+            ),
+            id="interleaved thinking around a search",
+        ),
+        pytest.param(
+            lambda: (
+                text_block(0, "Looking. ")
+                + thinking_block(1, "a")
+                + server_pair(2, 1)
+                + text_block(4, "Found. ")
+                + server_pair(5, 2)
+                + text_block(7, "Sunny.")
+            ),
+            id="text, thinking, two searches",
+        ),
+        pytest.param(
+            lambda: (
+                server_pair(0, 1)
+                + tool_block(2, "toolu_1", "f", "{}")
+                + server_pair(3, 2)
+                + tool_block(5, "toolu_2", "f", "{}")
+            ),
+            id="searches after calls",
+        ),
+    ],
+)
+def test_server_blocks_go_back_where_they_came(blocks: Any) -> None:
+    # What the next request sends for the turn is its content as the API returned it (a
+    # text block's citations aside: they are not kept).
+    decoder = AnthropicDecoder()
+    stream = blocks()
+    if stream is not WEB_SEARCH:
+        stream = message_start() + stream + message_end("tool_use")
+    message = message_of(decode([stream], decoder))
+    assert message is not None
+    _, messages = wire_conversation([ChatMessage.user("?"), message])
+    expected = [{k: v for k, v in b.items() if k != "citations"} for b in decoder.blocks]
+    assert messages[1]["content"] == expected
+    # And so after a round trip through JSON.
+    again = ChatMessage.from_dict(json.loads(json.dumps(message.to_dict())))
+    assert wire_conversation([ChatMessage.user("?"), again])[1] == messages
+
+
+SERVER_USE = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+
+
+@pytest.mark.parametrize(
+    ("content", "entry", "order"),
+    [
+        # Text as a string is cut at the block's place; past its end: after it.
+        (
+            "Found it.",
+            {"after_calls": 0, "text_at": 5, "after_thinking": 0},
+            ["Found", "S", " it."],
+        ),
+        ("Found it.", {"after_calls": 0, "text_at": 99, "after_thinking": 0}, ["Found it.", "S"]),
+        # A place missing or not a count: first (after the thinking blocks).
+        ("Found it.", {"text_at": "5", "after_calls": -1}, ["S", "Found it."]),
+        # Content parts are not cut: a block inside goes after them.
+        ((TextPart("Found it."),), {"text_at": 5}, ["Found it.", "S"]),
+        ((TextPart("Found it."),), {"text_at": 0}, ["S", "Found it."]),
+    ],
+)
+def test_a_server_blocks_place_in_the_text(content: Any, entry: Any, order: list[str]) -> None:
+    message = ChatMessage(
+        MessageRole.ASSISTANT,
+        content,
+        provider_data={"server_blocks": [{"block": SERVER_USE, **entry}]},
+    )
+    _, messages = wire_conversation([message])
+    expected = [SERVER_USE if b == "S" else {"type": "text", "text": b} for b in order]
+    assert messages[0]["content"] == expected
+
+
+@pytest.mark.parametrize(
+    "entries",
+    ["blocks", [SERVER_USE], [{"block": "x"}], [{"block": {"id": "1"}}], {"block": SERVER_USE}],
+)
+def test_server_blocks_that_are_not_entries_are_a_configuration_error(entries: Any) -> None:
+    message = ChatMessage(MessageRole.ASSISTANT, "x", provider_data={"server_blocks": entries})
+    with pytest.raises(ConfigurationError, match="server_blocks"):
         wire_conversation([message])
 
 

@@ -31,6 +31,7 @@ from typing import Any, Final
 import attrs
 import trio
 
+from ..._content import json_copy
 from ..._exceptions import ConfigurationError
 from ..._facts import RESPONSE_FACTS
 from ..._messages import ChatMessage, Usage
@@ -122,6 +123,43 @@ def _thinking(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return MappingProxyType(dict(value))
 
 
+def _server_tools(value: Sequence[Mapping[str, Any]] | None) -> tuple[Mapping[str, Any], ...]:
+    """Each a mapping shaped as the API's tool declarations, with a ``type`` and a ``name``
+    (strings), JSON, the names unique; read-only copies."""
+    if value is None:
+        return ()
+    if isinstance(value, Mapping | str | bytes) or not isinstance(value, Sequence):
+        raise ConfigurationError(
+            "server_tools must be a sequence of tool declarations shaped as the API's, such "
+            'as [{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}], '
+            f"got {value!r}"
+        )
+    tools: list[Mapping[str, Any]] = []
+    names: set[str] = set()
+    for n, tool in enumerate(value):
+        if not isinstance(tool, Mapping):
+            raise ConfigurationError(
+                f"server_tools[{n}] must be a mapping with a 'type' and a 'name', got {tool!r}"
+            )
+        for key in ("type", "name"):
+            if not isinstance(tool.get(key), str) or not tool[key]:
+                raise ConfigurationError(
+                    f"server_tools[{n}] needs a {key!r}, a non-empty string (such as "
+                    f'{{"type": "web_search_20250305", "name": "web_search"}}), got {dict(tool)!r}'
+                )
+        name = tool["name"]
+        if name in names:
+            raise ConfigurationError(f"server_tools has two tools named {name!r}")
+        names.add(name)
+        try:
+            tools.append(MappingProxyType(json_copy(tool, f"server_tools[{n}]")))
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(
+                f"server_tools[{n}] must hold JSON values only: {exc}"
+            ) from None
+    return tuple(tools)
+
+
 def _checked_options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return checked_options(
         options,
@@ -206,6 +244,14 @@ class AnthropicChatClient(Pooled):
         max_continuations: How many times a response that stops with ``pause_turn`` is
             continued within one run (default 10); past that the response ends with
             ``Finish(LENGTH)``, the turn unfinished.
+        server_tools: Tools the API runs itself (server tools), declared as the API's ``tools``
+            entries are, each a mapping with its ``type`` and ``name``:
+            ``[{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}]``, web
+            fetch, code execution, ... (a beta one needs its ``anthropic-beta`` header). They
+            go in every request's ``tools`` after the loop's function tools, also when the loop
+            has none. The model's use of one streams no tool call (the API runs it); its
+            blocks stay on the assistant message (``provider_data["server_blocks"]``) and go
+            back in later requests, where they came. Default: none.
         model_options: Request fields sent with every request (``{"temperature": 0}``,
             ``{"metadata": {...}}``); a run's ``RunOptions.model_options`` override them key by
             key, and ``None`` leaves a field out.
@@ -223,10 +269,12 @@ class AnthropicChatClient(Pooled):
             ends in ``/v1`` or ``/v1/messages``), ``max_tokens`` below 1, a ``thinking`` that
             is not shaped as the API's (or whose ``budget_tokens`` is not below
             ``max_tokens``, without interleaved thinking), a timeout or retry
-            setting that is negative, NaN or not a number, ``model_options`` that set a field
-            the client owns, an ``http_client`` that is not an ``httpx2.AsyncClient``, or an
-            API key or header that cannot go in an HTTP header (a newline, whitespace around it,
-            non-ASCII; the message does not show the key or the header's value).
+            setting that is negative, NaN or not a number, ``server_tools`` that are not
+            mappings with a ``type`` and a ``name`` (strings; two with one name),
+            ``model_options`` that set a field the client owns, an ``http_client`` that is not
+            an ``httpx2.AsyncClient``, or an API key or header that cannot go in an HTTP header
+            (a newline, whitespace around it, non-ASCII; the message does not show the key or
+            the header's value).
     """
 
     model: str = attrs.field(validator=check_model)
@@ -251,6 +299,11 @@ class AnthropicChatClient(Pooled):
     max_retry_delay: float = attrs.field(default=60.0, kw_only=True)
     max_continuations: int = attrs.field(default=10, kw_only=True, validator=_count)
     """How many ``pause_turn`` continuations one run makes at most."""
+    server_tools: tuple[Mapping[str, Any], ...] = attrs.field(
+        default=None, kw_only=True, converter=_server_tools
+    )
+    """The tools the API runs itself, declared in every request's ``tools`` after the loop's
+    function tools."""
     model_options: Mapping[str, Any] = attrs.field(
         default=None, kw_only=True, converter=_checked_options
     )
@@ -312,13 +365,16 @@ class AnthropicChatClient(Pooled):
 
         System messages go to ``system``, the rest as the Messages API takes them (see
         ``_wire``: merged roles, tool results as ``tool_result`` blocks in one user message,
-        thinking blocks echoed). ``tools``, and ``tool_choice`` (with ``disable_parallel_tool_use``
-        for ``parallel_tool_calls=False``), go out only with tools. ``model_options`` (the
-        client's, then the run's) are merged in last; ``None`` leaves a field out.
+        thinking and server tool blocks echoed). ``tools`` (the function tools of
+        ``options.tools``, then the client's ``server_tools``), and ``tool_choice`` (with
+        ``disable_parallel_tool_use`` for ``parallel_tool_calls=False``), go out only with
+        tools, of either kind. ``model_options`` (the client's, then the run's) are merged in
+        last; ``None`` leaves a field out.
 
         Raises:
-            ConfigurationError: ``options.model_options`` sets a field the client owns, or
-                ``options.tool_choice`` is not one the API has.
+            ConfigurationError: ``options.model_options`` sets a field the client owns,
+                ``options.tool_choice`` is not one the API has, or a server tool has the name
+                of a function tool.
         """
         options = options or RunOptions()
         system, wire = wire_conversation(messages)
@@ -328,8 +384,9 @@ class AnthropicChatClient(Pooled):
         body["messages"] = wire
         if self.thinking is not None:
             body["thinking"] = dict(self.thinking)
-        if options.tools:
-            body["tools"] = wire_tools(options.tools)
+        tools = self._tools(options)
+        if tools:
+            body["tools"] = tools
             choice = wire_tool_choice(options.tool_choice, options.parallel_tool_calls)
             if choice is not None:
                 body["tool_choice"] = choice
@@ -337,6 +394,21 @@ class AnthropicChatClient(Pooled):
         body.update(self.model_options)
         body.update(_checked_options(options.model_options))
         return {key: value for key, value in body.items() if value is not None}
+
+    def _tools(self, options: RunOptions) -> list[dict[str, Any]]:
+        """The request's ``tools``: the loop's function tools, then the server tools."""
+        names = {tool.name for tool in options.tools}
+        for tool in self.server_tools:
+            if tool["name"] in names:
+                raise ConfigurationError(
+                    f"server tool {tool['name']!r} ({tool['type']}) has the name of a function "
+                    f"tool, {tool['name']!r}: the model could not tell them apart (rename the "
+                    "function tool)"
+                )
+        return [
+            *wire_tools(options.tools),
+            *(json_copy(t, "server_tools") for t in self.server_tools),
+        ]
 
     def run(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None

@@ -36,7 +36,10 @@ above are modelled: a delta of any type on a block of any other type is never fa
 ``input_json_delta`` pieces of such a block (a server tool's, an MCP connector tool's) make its
 ``input`` in :attr:`AnthropicDecoder.blocks`, as the API returns it, and a ``compaction``
 block's ``compaction_delta`` brings its ``content`` (the summary) whole; other deltas on such a
-block are skipped. Only a ``tool_use`` block is a call of the loop's.
+block are skipped. Only a ``tool_use`` block is a call of the loop's. Each such block, once
+whole, is also one ``ProviderDataDelta`` of the field ``server_blocks`` (``SERVER_BLOCKS``:
+the block and where it came), so that the assistant message carries it back in the later
+requests of the tool loop.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from ..._updates import (
 from .._sse import ServerSentEvent
 
 __all__ = [
+    "SERVER_BLOCKS",
     "STOP_REASONS",
     "THINKING_BLOCKS",
     "THINKING_PLACES",
@@ -79,6 +83,14 @@ THINKING_PLACES: Final = "thinking_places"
 the text and the calls: ``{"block": n, "after_calls": calls, "after_text": bool}``, ``n`` its
 place in ``thinking_blocks``, ``calls`` how many ``tool_use`` blocks came before it (interleaved
 thinking). A block with no entry came first."""
+SERVER_BLOCKS: Final = "server_blocks"
+"""The ``provider_data`` field of an assistant message that holds the response's blocks of the
+API's own doing -- a server tool's use and its result (``server_tool_use``,
+``web_search_tool_result``, ...), an MCP connector tool's, ``compaction``, any block type the
+decoder does not model -- each whole, as the API returned it, with where it came:
+``{"block": {...}, "after_calls": calls, "text_at": chars, "after_thinking": thoughts}``, how
+many ``tool_use`` blocks, characters of the turn's text and kept thinking blocks came before it.
+They go back there in later requests, as the API's content of the turn."""
 STOP_REASONS: Final = {
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,
@@ -101,6 +113,15 @@ def _preview(text: str) -> str:
     return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "..."
 
 
+def _whole(block: _Block) -> dict[str, Any]:
+    """The block as the API would return it: its ``input`` made of its pieces, if any."""
+    raw = dict(block.raw)
+    if block.json:
+        with contextlib.suppress(ValueError, RecursionError):  # cut short: as it started
+            raw["input"] = json.loads("".join(block.json))
+    return raw
+
+
 @attrs.define
 class _Block:
     """One content block of the response, as far as it has come."""
@@ -116,6 +137,9 @@ class _Block:
     when the block is complete."""
     place: tuple[int, bool] = (0, False)
     """For a thinking block: how many calls, and whether text, came before it."""
+    server: dict[str, Any] | None = None
+    """For a block the decoder does not model: the key and place of its ``SERVER_BLOCKS``
+    piece, which goes out when the block is whole."""
     json: list[str] = attrs.field(factory=list)
     """The ``input_json_delta`` pieces (of a ``tool_use`` block, or of a block the decoder does
     not model: ``server_tool_use``, ``mcp_tool_use``, ...)."""
@@ -159,6 +183,8 @@ class AnthropicDecoder:
         """How many thinking blocks of the turn went out (``ProviderDataDelta``) so far."""
         self.texted: bool = after.texted if after is not None else False
         """Text of the turn went out."""
+        self.text_length: int = after.text_length if after is not None else 0
+        """How many characters of text of the turn went out."""
         self._started = False
         self._input = (0, 0, 0)  # input, cache read, cache creation, as message_start said
         self._output = 0
@@ -199,16 +225,9 @@ class AnthropicDecoder:
         """The response's content blocks, as the API would return them whole (the content of
         the assistant message a ``pause_turn`` continuation sends back). A text block with no
         text is left out: the API refuses empty text blocks."""
-        out: list[dict[str, Any]] = []
-        for block in self._order:
-            if block.kind == "text" and not block.raw.get("text"):
-                continue
-            raw = dict(block.raw)
-            if block.json:
-                with contextlib.suppress(ValueError, RecursionError):  # cut short: as it started
-                    raw["input"] = json.loads("".join(block.json))
-            out.append(raw)
-        return out
+        return [
+            _whole(block) for block in self._order if block.kind != "text" or block.raw.get("text")
+        ]
 
     # -- events --------------------------------------------------------------------------------
 
@@ -332,11 +351,19 @@ class AnthropicDecoder:
             text = content.get("text")
             if isinstance(text, str) and text:
                 self.texted = True
+                self.text_length += len(text)
                 return [TextDelta(text)]
             return []
         if kind == "tool_use":
             return self._tool_start(index, block, content)
         block.place = (self._calls, self.texted)
+        if kind not in _MODELLED:
+            block.server = {
+                "key": self._key(index),
+                "after_calls": self._calls,
+                "text_at": self.text_length,
+                "after_thinking": self.kept,
+            }
         if kind == "thinking":
             # The block itself goes out whole at its content_block_stop (see _close).
             thinking, signature = content.get("thinking"), content.get("signature")
@@ -400,6 +427,7 @@ class AnthropicDecoder:
             if not text:
                 return []
             self.texted = True
+            self.text_length += len(text)
             return [TextDelta(text)]
         if kind == "input_json_delta":
             piece = self._piece(delta, "partial_json", block, ("tool_use",))
@@ -457,6 +485,8 @@ class AnthropicDecoder:
         self.working = block.kind not in _MODELLED and block.kind.endswith("tool_use")
         if block.key is not None:
             return self._thinking(block, stopped=stopped)
+        if block.server is not None:
+            return self._server(block) if stopped else []
         if block.call_id is None:
             return []
         updates: list[AgentResponseUpdate] = []
@@ -467,6 +497,19 @@ class AnthropicDecoder:
             updates.append(ToolCallArgs(block.call_id, arguments))
         updates.append(ToolCallEnd(block.call_id))
         return updates
+
+    @staticmethod
+    def _server(block: _Block) -> list[AgentResponseUpdate]:
+        """A block of the API's own doing, whole at its ``content_block_stop`` (one cut short
+        is not kept): one ``SERVER_BLOCKS`` piece, with its place."""
+        place = dict(block.server or {})
+        key = place.pop("key")
+        try:
+            return [ProviderDataDelta(SERVER_BLOCKS, key, update={"block": _whole(block), **place})]
+        except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
+            raise ModelResponseError(
+                f"the server sent a {block.kind} block that is not JSON ({exc})"
+            ) from exc
 
     def _kept(self, block: _Block, piece: ProviderDataDelta) -> list[AgentResponseUpdate]:
         """A thinking block's piece, and where it came if not first (``THINKING_PLACES``)."""

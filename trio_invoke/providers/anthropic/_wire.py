@@ -12,7 +12,9 @@ takes it.
   as the API sent them: the signatures are checked), then its text, then a ``tool_use`` block per
   call in call order (a thinking block that came after the text or after calls --
   interleaved thinking, ``provider_data["thinking_places"]`` -- goes back there: the API
-  refuses the blocks of the latest assistant message moved), the arguments as the ``input``
+  refuses the blocks of the latest assistant message moved), and so does each block of the
+  API's own doing (``provider_data["server_blocks"]``: a server tool's use and result, ...,
+  with its place, the text cut there), the arguments as the ``input``
   object (arguments that are not a JSON object, ``NaN`` or ``Infinity`` in them included, go
   as ``{}``: the call's result tells the model what was wrong). Reasoning without thinking
   blocks (from another provider) is not sent: the API takes only signed thinking.
@@ -37,12 +39,14 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+import attrs
+
 from ..._content import ContentPart, ImagePart, RawPart, TextPart, json_copy
 from ..._exceptions import ArgumentsError, ConfigurationError
 from ..._messages import _LOOP_ERROR, ChatMessage, MessageRole
 from ..._tools import ToolDefinition
 from ..._validate import parse_arguments
-from ._decode import THINKING_BLOCKS, THINKING_PLACES
+from ._decode import SERVER_BLOCKS, THINKING_BLOCKS, THINKING_PLACES
 
 __all__ = ["wire_conversation", "wire_tool_choice", "wire_tools"]
 
@@ -106,23 +110,118 @@ def _image(part: ImagePart) -> dict[str, Any]:
     return {"type": "image", "source": source, **_extra(part)}
 
 
+@attrs.frozen
+class _Kept:
+    """A thinking or server block of an assistant message, and where it goes."""
+
+    order: tuple[int, int, int]
+    """Its place among the message's kept blocks (thinking and server blocks)."""
+    after_calls: int
+    text_at: int | None
+    """How many characters of the text came before it; ``None``: some (a thinking block
+    after text), as many as came before the next block whose place is known."""
+    block: dict[str, Any]
+
+
 def _assistant(message: ChatMessage) -> list[dict[str, Any]]:
     thinking = _thinking(message)
     calls = [
         {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
         for call in message.tool_calls or ()
     ]
-    # Each thinking block goes where it came (see _places): first, after the text, or after
-    # the calls that came before it.
-    slots: list[list[dict[str, Any]]] = [[] for _ in range(len(calls) + 2)]
+    # Each thinking block and server block goes where it came (see _places and
+    # _server_blocks): before, inside or after the text, or after the calls that came before
+    # it; in the order they came.
     places = _places(message, len(thinking))
-    for n, block in enumerate(thinking):
-        after_calls, after_text = places.get(n, (0, False))
-        slots[1 + min(after_calls, len(calls)) if after_calls else int(after_text)].append(block)
-    blocks = [*slots[0], *_blocks(message.parts), *slots[1]]
-    for call, after in zip(calls, slots[2:], strict=True):
-        blocks += [call, *after]
+    kept = [
+        _Kept((n, 1, 0), calls_before, None if texted else 0, block)
+        for n, block in enumerate(thinking)
+        for calls_before, texted in [places.get(n, (0, False))]
+    ]
+    kept += _server_blocks(message, len(thinking))
+    kept.sort(key=lambda item: item.order)
+    slots: list[list[_Kept]] = [[] for _ in range(len(calls) + 1)]
+    for item in kept:
+        slots[min(item.after_calls, len(calls))].append(item)
+    blocks = _around_text(message, slots[0])
+    for call, after in zip(calls, slots[1:], strict=True):
+        blocks += [call, *(item.block for item in after)]
     return blocks
+
+
+def _around_text(message: ChatMessage, kept: list[_Kept]) -> list[dict[str, Any]]:
+    """The message's text with the blocks that came before any call, each at its place in
+    the text (text as a plain string is cut there; content parts are not: a block goes before
+    them or after)."""
+    text = message.content if isinstance(message.content, str) else None
+    end = len(text) if text is not None else 1
+    places: list[int] = []
+    following = end
+    for item in reversed(kept):  # a place not known: where the next known one is
+        at = following if item.text_at is None or item.after_calls else item.text_at
+        following = min(max(at, 0), end)
+        places.append(following)
+    places.reverse()
+    blocks: list[dict[str, Any]] = []
+    cut = 0
+    for item, place in zip(kept, places, strict=True):
+        at = max(place, cut)  # (places out of order: one edited by hand)
+        if at > cut:
+            blocks += _text_between(message, text, cut, at)
+            cut = at
+        blocks.append(item.block)
+    if cut < end:
+        blocks += _text_between(message, text, cut, end)
+    return blocks
+
+
+def _text_between(
+    message: ChatMessage, text: str | None, start: int, stop: int
+) -> list[dict[str, Any]]:
+    if text is None:
+        return _blocks(message.parts)
+    piece = text[start:stop]
+    return [{"type": "text", "text": piece}] if piece else []
+
+
+def _server_blocks(message: ChatMessage, thinking: int) -> list[_Kept]:
+    """The message's ``server_blocks`` (``SERVER_BLOCKS``), each with its place; a place that
+    is missing or not a count goes first, after the thinking blocks.
+
+    Raises:
+        ConfigurationError: ``server_blocks`` is not a list of ``{"block": {...}, ...}``
+            objects whose blocks have a ``type``.
+    """
+    entries = message.provider_data.get(SERVER_BLOCKS)
+    if entries is None:
+        return []
+    if not isinstance(entries, list | tuple) or not all(
+        isinstance(entry, Mapping)
+        and isinstance(entry.get("block"), Mapping)
+        and isinstance(entry["block"].get("type"), str)
+        for entry in entries
+    ):
+        raise ConfigurationError(
+            f"an assistant message's provider_data[{SERVER_BLOCKS!r}] must be a list of "
+            '{"block": {"type": ...}, "after_calls": n, "text_at": n, "after_thinking": n} '
+            f"objects, got {json.dumps(entries)[:200]}"
+        )
+
+    def count(entry: Mapping[str, Any], key: str, default: int) -> int:
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        return default
+
+    return [
+        _Kept(
+            (count(entry, "after_thinking", thinking), 0, n),
+            count(entry, "after_calls", 0),
+            count(entry, "text_at", 0),
+            json_copy(entry["block"], SERVER_BLOCKS),
+        )
+        for n, entry in enumerate(entries)
+    ]
 
 
 def _places(message: ChatMessage, kept: int) -> dict[int, tuple[int, bool]]:
