@@ -427,6 +427,7 @@ def _error_type(called: ToolCalled) -> str | None:
     return type(called.exception).__name__ if called.exception is not None else "_OTHER"
 
 
+@trio.lowlevel.disable_ki_protection  # the tool's own code: Ctrl-C interrupts it at once
 async def _call_tool(
     tool: Tool, call: ToolCall, arguments: dict[str, Any], detailed: bool, started: float
 ) -> ToolCalled:
@@ -532,6 +533,7 @@ def _layer(middleware: ToolMiddleware, call_next: CallNext, detailed: bool) -> C
     name = getattr(middleware, "__qualname__", None) or type(middleware).__qualname__
     who = f"middleware {name!r}"
 
+    @trio.lowlevel.disable_ki_protection  # the middleware's own code, as a tool's
     async def layer(context: ToolContext) -> ToolCalled:
         started = trio.current_time()
         try:

@@ -212,6 +212,7 @@ class Round:
 
     # -- the consumer: the seed's spawned task ----------------------------------------------------
 
+    @trio.lowlevel.enable_ki_protection
     async def _consume(
         self, events: Events, turns: trio.MemorySendChannel[Turn], nursery: trio.Nursery
     ) -> None:
@@ -367,6 +368,7 @@ class Round:
 
     # -- one call ---------------------------------------------------------------------------------
 
+    @trio.lowlevel.enable_ki_protection
     async def _call(self, call: ToolCall, events: Events) -> None:
         """A call task: its one result goes into its own clone of ``events``, then the clone is
         closed -- the last one closed ends the round."""

@@ -92,6 +92,7 @@ class Run:
 
     # -- Done: the driver, which owns the run's cancel scope --------------------------------------
 
+    @trio.lowlevel.enable_ki_protection  # Ctrl-C here waits for a checkpoint (see _ki)
     async def drive(
         self,
         cancel_scope: trio.CancelScope | None,

@@ -63,6 +63,7 @@ class InvocationStream:
     def __aiter__(self) -> InvocationStream:
         return self
 
+    @trio.lowlevel.enable_ki_protection
     async def __anext__(self) -> AgentResponseUpdate:
         """The next update.
 
@@ -87,6 +88,7 @@ class InvocationStream:
                 pass
         return await self._next()
 
+    @trio.lowlevel.enable_ki_protection
     async def _next(self) -> AgentResponseUpdate:
         if self._ended:
             raise StopAsyncIteration
