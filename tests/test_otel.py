@@ -316,6 +316,52 @@ async def test_captured_arguments_are_those_a_middleware_passed_to_the_tool(
     assert attributes["gen_ai.tool.call.result"] == "cached"
 
 
+@tool(name="lookup_v2")
+async def lookup_v2(topic: str) -> str:
+    """Look a topic up, the new way."""
+    return f"v2 on {topic}"
+
+
+@pytest.mark.parametrize("tool_timeout", [None, 5])
+async def test_a_tool_a_middleware_put_in_place_names_the_calls_span(
+    otel: Otel, tool_timeout: float | None, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def upgrade(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return await call_next(context.evolve(tool=lookup_v2))
+
+    async def breaks(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return await call_next(context.evolve(tool=lookup_v2, arguments={"topic": 7}))
+
+    agent = FunctionInvokingChatClient(
+        Model([batch("lookup"), "Done."]),
+        [lookup],
+        telemetry=otel.telemetry(),
+        middleware=[upgrade],
+        tool_timeout=tool_timeout,
+    )
+    result = await run_to_completion(agent, USER)
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert called.result == "v2 on swordfish"
+    (span,) = otel.named("execute_tool")
+    attributes = span.attributes or {}
+    # The span describes the tool that ran; its call id is still the model's call's.
+    assert span.name == "execute_tool lookup_v2"
+    assert attributes["gen_ai.tool.name"] == "lookup_v2"
+    assert attributes["gen_ai.tool.description"] == "Look a topic up, the new way."
+    assert attributes["gen_ai.tool.call.id"] == "lookup-0"
+    assert called.call.name == "lookup_v2"
+    # A replacement that never runs (its arguments fail its schema) leaves the span as it was.
+    otel.exporter.clear()
+    agent = FunctionInvokingChatClient(
+        Model([batch("lookup"), "Done."]), [lookup], telemetry=otel.telemetry(), middleware=[breaks]
+    )
+    await run_to_completion(agent, USER)
+    (span,) = otel.named("execute_tool")
+    assert span.name == "execute_tool lookup"
+    assert (span.attributes or {})["gen_ai.tool.name"] == "lookup"
+    assert (span.attributes or {})["error.type"] == "ArgumentsError"
+
+
 async def test_captured_messages_hold_every_kind_of_part_as_the_conventions_describe(
     otel: Otel,
 ) -> None:

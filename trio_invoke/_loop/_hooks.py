@@ -65,6 +65,11 @@ class ToolObservation(Protocol):
     concurrency slot, around its time limit), and left before :meth:`end` (``Telemetry``'s
     makes the call's span the current one, so that spans started by the tool's code are its
     children). It is optional: the loop looks it up, and an observation without it is fine.
+
+    Also optional: ``replaced(tool: Tool) -> object``, called in the call's task, inside
+    ``running()``, when a middleware replaced the call's tool (``context.evolve(tool=...)``) and
+    ``tool``, not the one :meth:`RunObservation.tool` was told of, runs the call; only once
+    the arguments passed its schema (a tool that does not run is not told of).
     """
 
     def end(self, called: ToolCalled | None, error_type: str | None) -> None:

@@ -230,6 +230,9 @@ class Telemetry:
       ``gen_ai.tool.description``, ``gen_ai.tool.type`` (``"function"``); ``error.type`` (the
       exception's class name, ``"timeout"`` or ``"cancelled"``) and an error status when its
       result is an error, or it was cancelled or interrupted (``"KeyboardInterrupt"``, ...).
+      The name, ``gen_ai.tool.name`` and description are the tool's that ran: a middleware's
+      replacement (``context.evolve(tool=other)``) renames the span once ``other`` runs (its
+      arguments passed its schema); ``gen_ai.tool.call.id`` stays the model's call's.
 
     A call's span is the current span while the call (its middleware and its tool) runs, in
     its task and in a sync tool's thread: spans that the tool's code starts (an HTTP client's,
@@ -548,6 +551,19 @@ class _Tool:
 
     def running(self) -> _Current:
         return _Current(self.context)
+
+    def replaced(self, tool: Tool) -> None:
+        """A middleware replaced the call's tool with ``tool``, which runs: the span is named
+        after it, as the conventions name a tool's span after the tool that runs."""
+        span = self.span
+        try:
+            if span.is_recording():
+                name = wire_text(tool.name)
+                span.update_name(f"{names.EXECUTE_TOOL} {name}")
+                span.set_attribute(names.TOOL_NAME, name)
+                span.set_attribute(names.TOOL_DESCRIPTION, wire_text(tool.description))
+        except Exception:
+            _failed("renaming a tool call's span")
 
     def end(self, called: ToolCalled | None, error_type: str | None) -> None:
         span = self.span
