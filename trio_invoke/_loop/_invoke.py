@@ -536,8 +536,13 @@ def _chain(
             call = ToolCall(call.id, context.tool.name, text)
             if replaced is not None and context.tool is not first.tool:
                 replaced(context.tool)  # (the observer: the call's span names the tool that ran)
+        # The tool gets arguments of its own, parsed from the text that was validated (the
+        # call's, which its result carries): a middleware's change in place to a nested value
+        # of ``context.arguments`` (a list appended to), which nothing validated, never reaches
+        # it. (The model's arguments text parsed once already, so it parses again.)
+        fresh = parse_arguments(call.arguments)
         return await _call_tool(
-            context.tool, call, dict(arguments), limits.detailed_errors, trio.current_time()
+            context.tool, call, fresh, limits.detailed_errors, trio.current_time()
         )
 
     call_next: CallNext = tool
