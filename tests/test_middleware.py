@@ -112,6 +112,70 @@ async def test_the_first_middleware_is_the_outermost() -> None:
     assert called["c1"].result == "a(b(2))"
 
 
+@tool
+async def totals(items: list[int], limits: dict[str, int]) -> dict[str, Any]:
+    """Echo what it was given."""
+    return {"items": items, "limits": limits}
+
+
+def append_item(arguments: Any) -> None:
+    arguments["items"].append(99)
+
+
+def set_limit(arguments: Any) -> None:
+    arguments["limits"]["new"] = 1
+
+
+def invalid_item(arguments: Any) -> None:
+    arguments["items"][0] = "not an integer"
+
+
+def invalid_limit(arguments: Any) -> None:
+    arguments["limits"]["max"] = {"deep": []}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mutate", [append_item, set_limit, invalid_item, invalid_limit])
+@pytest.mark.parametrize("then", ["call_next", "evolve tool", "evolve call"])
+async def test_a_nested_value_changed_in_place_never_reaches_the_tool(
+    mode: dict[str, Any], mutate: Any, then: str
+) -> None:
+    # ``context.arguments`` is read-only at its top level only: a middleware can change a
+    # nested list or dict in place. The tool gets its own arguments, parsed from the text that
+    # was validated (``ToolCalled.call.arguments``), so such a change, never validated, never
+    # reaches it; ``context.evolve(arguments=...)`` is the way to change them (and validated).
+    async def meddle(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        mutate(context.arguments)
+        if then == "evolve tool":  # another tool: what was passed is checked, changes and all
+            return await call_next(context.evolve(tool=totals_again))
+        if then == "evolve call":  # same arguments, other text: runs what the text says
+            text = json.dumps({"items": [5], "limits": {"max": 6}})
+            return await call_next(context.evolve(call=attrs.evolve(context.call, arguments=text)))
+        return await call_next(context)
+
+    original = {"items": [1, 2], "limits": {"max": 3}}
+    batch = calls(("c1", "totals", original))
+    called = (await results_of([meddle], batch, tools=(totals,), **mode))["c1"]
+    expected = {"items": [5], "limits": {"max": 6}} if then == "evolve call" else original
+    if then == "evolve tool" and mutate in (invalid_item, invalid_limit):
+        # The chain checks what it was passed, the changed values included: an error result.
+        assert called.is_error
+        assert called.result.startswith("Error: invalid arguments for tool 'totals'")
+        return
+    if then == "evolve tool":  # checked and valid: the tool runs what was checked
+        expected = {"items": [1, 2], "limits": {"max": 3}}
+        mutate(expected)
+    assert not called.is_error, called.result
+    assert json.loads(called.result) == expected
+    assert json.loads(called.call.arguments) == expected  # what its result says it ran
+
+
+@tool(name="totals")
+async def totals_again(items: list[int], limits: dict[str, int]) -> dict[str, Any]:
+    """Echo what it was given (another tool of the same name)."""
+    return {"items": items, "limits": limits}
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_changed_arguments_are_validated_and_run(mode: dict[str, Any]) -> None:
     async def double(context: ToolContext, call_next: CallNext) -> ToolCalled:

@@ -26,6 +26,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 import trio_invoke
 from trio_invoke import (
     AgentResponseUpdate,
+    ApprovalRequiredTool,
     CallNext,
     ChatClientError,
     ChatMessage,
@@ -34,11 +35,14 @@ from trio_invoke import (
     FinishReason,
     FunctionInvokingChatClient,
     ImagePart,
+    MessageRole,
     ReasoningDelta,
     RunOptions,
     ScriptedChatClient,
+    StopLoop,
     TextDelta,
     TextPart,
+    ToolApprovalResponse,
     ToolCall,
     ToolCalled,
     ToolCallEnd,
@@ -310,6 +314,52 @@ async def test_captured_arguments_are_those_a_middleware_passed_to_the_tool(
     attributes = span.attributes or {}
     assert json.loads(str(attributes["gen_ai.tool.call.arguments"])) == {"topic": SECRET}
     assert attributes["gen_ai.tool.call.result"] == "cached"
+
+
+@tool(name="lookup_v2")
+async def lookup_v2(topic: str) -> str:
+    """Look a topic up, the new way."""
+    return f"v2 on {topic}"
+
+
+@pytest.mark.parametrize("tool_timeout", [None, 5])
+async def test_a_tool_a_middleware_put_in_place_names_the_calls_span(
+    otel: Otel, tool_timeout: float | None, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def upgrade(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return await call_next(context.evolve(tool=lookup_v2))
+
+    async def breaks(context: ToolContext, call_next: CallNext) -> ToolCalled:
+        return await call_next(context.evolve(tool=lookup_v2, arguments={"topic": 7}))
+
+    agent = FunctionInvokingChatClient(
+        Model([batch("lookup"), "Done."]),
+        [lookup],
+        telemetry=otel.telemetry(),
+        middleware=[upgrade],
+        tool_timeout=tool_timeout,
+    )
+    result = await run_to_completion(agent, USER)
+    (called,) = [u for u in result.updates if isinstance(u, ToolCalled)]
+    assert called.result == "v2 on swordfish"
+    (span,) = otel.named("execute_tool")
+    attributes = span.attributes or {}
+    # The span describes the tool that ran; its call id is still the model's call's.
+    assert span.name == "execute_tool lookup_v2"
+    assert attributes["gen_ai.tool.name"] == "lookup_v2"
+    assert attributes["gen_ai.tool.description"] == "Look a topic up, the new way."
+    assert attributes["gen_ai.tool.call.id"] == "lookup-0"
+    assert called.call.name == "lookup_v2"
+    # A replacement that never runs (its arguments fail its schema) leaves the span as it was.
+    otel.exporter.clear()
+    agent = FunctionInvokingChatClient(
+        Model([batch("lookup"), "Done."]), [lookup], telemetry=otel.telemetry(), middleware=[breaks]
+    )
+    await run_to_completion(agent, USER)
+    (span,) = otel.named("execute_tool")
+    assert span.name == "execute_tool lookup"
+    assert (span.attributes or {})["gen_ai.tool.name"] == "lookup"
+    assert (span.attributes or {})["error.type"] == "ArgumentsError"
 
 
 async def test_captured_messages_hold_every_kind_of_part_as_the_conventions_describe(
@@ -1262,6 +1312,91 @@ async def test_the_run_span_names_the_provider_and_model_of_its_first_model_call
     (run,) = otel.named("invoke_agent")
     assert "gen_ai.provider.name" not in (run.attributes or {})
     assert "gen_ai.request.model" not in (run.attributes or {})
+
+
+@tool(requires_approval=True)
+async def launch(topic: str) -> str:
+    """Needs a human."""
+    return "launched"
+
+
+@tool
+async def stops(topic: str) -> str:
+    """Ends the run."""
+    raise StopLoop("stopped")
+
+
+def resumable(name: str) -> list[ChatMessage]:
+    """A conversation that waits for the approval of one call of ``name``."""
+    call = ToolCall(f"{name}-0", name, '{"topic": "plans"}')
+    return [*USER, ChatMessage(MessageRole.ASSISTANT, tool_calls=(call,))]
+
+
+@pytest.mark.parametrize("case", ["resume capped", "resume stops", "cancelled", "sampler"])
+async def test_a_run_that_makes_no_model_call_names_its_provider_and_model(
+    otel: Otel, case: str
+) -> None:
+    model = Model([])  # any model call would be past the end of its script
+    model.provider_name = "my_lab"  # type: ignore[attr-defined]
+    seen: list[dict[str, Any]] = []
+
+    class Sees(Sampler):
+        def should_sample(
+            self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
+            attributes: Any = None, *a: Any, **k: Any,
+        ) -> SamplingResult:  # fmt: skip
+            seen.append(dict(attributes or {}))
+            return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+
+        def get_description(self) -> str:
+            return "sees"
+
+    telemetry = otel.telemetry()
+    if case == "sampler":
+        provider = TracerProvider(sampler=Sees())
+        provider.add_span_processor(SimpleSpanProcessor(otel.exporter))
+        telemetry = Telemetry(tracer_provider=provider)
+    options = RunOptions(tool_approval_responses=[ToolApprovalResponse("launch-0", approved=True)])
+    messages = resumable("launch")
+    if case == "resume stops":
+        options = RunOptions(tool_approval_responses=[ToolApprovalResponse("stops-0", True)])
+        messages = resumable("stops")
+    elif case == "cancelled":
+        scope = trio.CancelScope()
+        scope.cancel()
+        options, messages = RunOptions(cancel_scope=scope), USER
+    agent = FunctionInvokingChatClient(
+        model, [launch, ApprovalRequiredTool(stops)], max_rounds=1, telemetry=telemetry
+    )
+    await run_to_completion(agent, messages, options)
+    assert model.scripted.calls == []
+    assert otel.named("chat") == []
+    (run,) = otel.named("invoke_agent")
+    attributes = run.attributes or {}
+    assert attributes["gen_ai.provider.name"] == "my_lab"
+    assert attributes["gen_ai.request.model"] == "test-model"
+    if case == "sampler":  # at the span's start
+        assert seen[0]["gen_ai.provider.name"] == "my_lab"
+        assert seen[0]["gen_ai.request.model"] == "test-model"
+        assert seen[0]["gen_ai.operation.name"] == "invoke_agent"
+        provider.shutdown()
+
+
+async def test_an_observer_without_run_with_is_still_told_each_run(otel: Otel) -> None:
+    # ``run_with`` is optional: Telemetry's own ``run`` (without the client) takes the provider
+    # and the model of the first model call.
+    telemetry = otel.telemetry()
+
+    class Plain:
+        def run(self, messages: Sequence[ChatMessage]) -> Any:
+            return telemetry.run(messages)
+
+    model = Model([["hi"]])
+    model.provider_name = "my_lab"  # type: ignore[attr-defined]
+    await run_to_completion(FunctionInvokingChatClient(model, telemetry=Plain()), USER)
+    (run,) = otel.named("invoke_agent")
+    assert (run.attributes or {})["gen_ai.provider.name"] == "my_lab"
+    assert (run.attributes or {})["gen_ai.request.model"] == "test-model"
 
 
 @pytest.mark.parametrize("value", [None, "", 7, b"openai", "unix:///tmp/x.sock", "http://[::1"])

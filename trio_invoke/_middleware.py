@@ -38,7 +38,9 @@ class ToolContext:
     evolved with a call whose ``arguments`` text differs (and the same :attr:`arguments`) runs
     what that text says, parsed and validated as :attr:`arguments` would be."""
     arguments: Mapping[str, Any] = attrs.field(converter=_read_only)
-    """The call's arguments, parsed and validated against the tool's schema (read-only)."""
+    """The call's arguments, parsed and validated against the tool's schema (read-only). The
+    tool gets arguments of its own, parsed from the text that was validated: a nested value
+    changed in place here never reaches it; pass changed arguments with :meth:`evolve`."""
     tool: Tool
     """The tool the call runs."""
     round: int

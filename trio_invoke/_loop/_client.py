@@ -38,7 +38,7 @@ from .._threads import ToolThreads
 from .._tools import Tool, ToolDefinition, check_tool
 from .._updates import Error, Finish, ToolApprovalRequest
 from ._channels import reraise_single
-from ._hooks import Observer
+from ._hooks import Observer, observe_run
 from ._invoke import Entry, Limits
 from ._policy import Policy
 from ._round import EVENT_BUFFER
@@ -369,7 +369,9 @@ class FunctionInvokingChatClient:
             sequential=self.sequential,
             eager=self.eager_tools and not self.sequential,
             per_call_approval=approval == "per_call",
-            observation=self.telemetry.run(conversation) if self.telemetry else None,
+            observation=(
+                observe_run(self.telemetry, conversation, self.inner) if self.telemetry else None
+            ),
         )
         stream = InvocationStream(receive, run)
         try:

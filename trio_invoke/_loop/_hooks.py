@@ -18,7 +18,14 @@ from .._options import RunOptions
 from .._tools import Tool
 from .._updates import Finish, ToolCalled
 
-__all__ = ["ChatObservation", "Observer", "RunObservation", "ToolObservation", "running"]
+__all__ = [
+    "ChatObservation",
+    "Observer",
+    "RunObservation",
+    "ToolObservation",
+    "observe_run",
+    "running",
+]
 
 _NOTHING: Final = contextlib.nullcontext()
 """What runs inside an observation without ``running()`` (one, reused: it holds nothing)."""
@@ -58,6 +65,11 @@ class ToolObservation(Protocol):
     concurrency slot, around its time limit), and left before :meth:`end` (``Telemetry``'s
     makes the call's span the current one, so that spans started by the tool's code are its
     children). It is optional: the loop looks it up, and an observation without it is fine.
+
+    Also optional: ``replaced(tool: Tool) -> object``, called in the call's task, inside
+    ``running()``, when a middleware replaced the call's tool (``context.evolve(tool=...)``) and
+    ``tool``, not the one :meth:`RunObservation.tool` was told of, runs the call; only once
+    the arguments passed its schema (a tool that does not run is not told of).
     """
 
     def end(self, called: ToolCalled | None, error_type: str | None) -> None:
@@ -83,7 +95,27 @@ class RunObservation(Protocol):
 
 
 class Observer(Protocol):
-    """What ``FunctionInvokingChatClient(telemetry=...)`` takes."""
+    """What ``FunctionInvokingChatClient(telemetry=...)`` takes.
+
+    An observer may also have ``run_with(messages, client) -> RunObservation``, which the loop
+    then calls instead of :meth:`run`, with the inner chat client: so the run's observation
+    knows who its model calls go to from its start, also in a run that makes none (an approval
+    resume whose calls end it, a run cancelled or capped before its first model call).
+    ``Telemetry``'s sets the run span's provider and model from it. Optional, as an
+    observation's ``running()`` is.
+    """
 
     def run(self, messages: Sequence[ChatMessage]) -> RunObservation:
         """A run starts on ``messages``."""
+
+
+def observe_run(
+    observer: Observer, messages: Sequence[ChatMessage], client: object
+) -> RunObservation:
+    """The observation of a run of the inner chat client ``client`` on ``messages``: the
+    observer's optional ``run_with(messages, client)``, else its ``run(messages)``."""
+    run_with = getattr(observer, "run_with", None)
+    if run_with is None:
+        return observer.run(messages)
+    observation: RunObservation = run_with(messages, client)
+    return observation

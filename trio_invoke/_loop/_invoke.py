@@ -364,7 +364,14 @@ async def _observed(
     try:
         with running(observed):  # entered and left in this task
             called = await _timed(
-                entry, call, arguments, seconds=seconds, limits=limits, site=site, started=started
+                entry,
+                call,
+                arguments,
+                seconds=seconds,
+                limits=limits,
+                site=site,
+                started=started,
+                replaced=getattr(observed, "replaced", None),  # (optional, as running() is)
             )
     except BaseException as exc:  # cancelled, or interrupted (KeyboardInterrupt, SystemExit)
         cause = primary(exc)  # (an interrupt in a group from the tool's own nursery)
@@ -385,14 +392,17 @@ async def _timed(
     limits: Limits,
     site: Site,
     started: float,
+    replaced: Callable[[Tool], object] | None = None,
 ) -> ToolCalled:
-    """The call under its time limit: the middleware chain, if there is one, and the tool."""
+    """The call under its time limit: the middleware chain, if there is one, and the tool
+    (``replaced(tool)`` is told of a tool a middleware put in place of the call's, as it
+    runs)."""
     run: Awaitable[ToolCalled]
     if not limits.middleware:
         run = _call_tool(entry.tool, call, arguments, limits.detailed_errors, started)
     else:
         context = ToolContext(call, arguments, entry.tool, site.round, site.messages)
-        run = _chain(entry, context, limits)(context)
+        run = _chain(entry, context, limits, replaced)(context)
     if seconds is None:  # no cancel scope to enter and leave on every call
         return await run
     finished: ToolCalled | None = None
@@ -491,8 +501,14 @@ def _raised(
 # -- the middleware chain ---------------------------------------------------------------------
 
 
-def _chain(entry: Entry, first: ToolContext, limits: Limits) -> CallNext:
-    """The middleware around the tool, outermost first, for one call."""
+def _chain(
+    entry: Entry,
+    first: ToolContext,
+    limits: Limits,
+    replaced: Callable[[Tool], object] | None = None,
+) -> CallNext:
+    """The middleware around the tool, outermost first, for one call; ``replaced(tool)`` is
+    told of the tool that runs in place of the call's, when a middleware replaced it."""
 
     def invalid(call: ToolCall, tool: Tool, exc: Exception) -> ToolCalled:
         text = f"Error: invalid arguments for tool {tool.name!r} from middleware: {exc}"
@@ -519,8 +535,15 @@ def _chain(entry: Entry, first: ToolContext, limits: Limits) -> CallNext:
             except (ArgumentsError, TypeError, ValueError) as exc:
                 return invalid(call, context.tool, exc)
             call = ToolCall(call.id, context.tool.name, text)
+            if replaced is not None and context.tool is not first.tool:
+                replaced(context.tool)  # (the observer: the call's span names the tool that ran)
+        # The tool gets arguments of its own, parsed from the text that was validated (the
+        # call's, which its result carries): a middleware's change in place to a nested value
+        # of ``context.arguments`` (a list appended to), which nothing validated, never reaches
+        # it. (The model's arguments text parsed once already, so it parses again.)
+        fresh = parse_arguments(call.arguments)
         return await _call_tool(
-            context.tool, call, dict(arguments), limits.detailed_errors, trio.current_time()
+            context.tool, call, fresh, limits.detailed_errors, trio.current_time()
         )
 
     call_next: CallNext = tool

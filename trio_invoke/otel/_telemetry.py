@@ -211,7 +211,9 @@ class Telemetry:
       ``gen_ai.usage.cache_creation.input_tokens`` where the prompt cache served or stored
       some: parts of ``input_tokens``), ``gen_ai.response.finish_reasons`` (the final reason);
       ``error.type`` and an error status when the run failed or was cancelled;
-      ``gen_ai.provider.name`` and ``gen_ai.request.model`` of its first model call.
+      ``gen_ai.provider.name`` and ``gen_ai.request.model`` of its inner client, read as the
+      chat spans read them, set as the span starts: also on a run that makes no model call (an
+      approval resume whose calls end the run, a run cancelled or capped before its first).
     * ``chat {model}`` (or ``chat``), kind ``CLIENT``, one per model call:
       ``gen_ai.request.model`` (the inner client's ``model`` attribute),
       ``gen_ai.provider.name`` (its ``provider_name`` attribute: the built-in clients tell it
@@ -228,6 +230,9 @@ class Telemetry:
       ``gen_ai.tool.description``, ``gen_ai.tool.type`` (``"function"``); ``error.type`` (the
       exception's class name, ``"timeout"`` or ``"cancelled"``) and an error status when its
       result is an error, or it was cancelled or interrupted (``"KeyboardInterrupt"``, ...).
+      The name, ``gen_ai.tool.name`` and description are the tool's that ran: a middleware's
+      replacement (``context.evolve(tool=other)``) renames the span once ``other`` runs (its
+      arguments passed its schema); ``gen_ai.tool.call.id`` stays the model's call's.
 
     A call's span is the current span while the call (its middleware and its tool) runs, in
     its task and in a sync tool's thread: spans that the tool's code starts (an HTTP client's,
@@ -287,19 +292,55 @@ class Telemetry:
         )
 
     def run(self, messages: Sequence[ChatMessage]) -> _Run:
-        """Start the span of a run (the loop calls this; see ``_loop._hooks.Observer``)."""
+        """Start the span of a run whose inner client is not known: its span has the
+        provider and the model of its first model call, if it makes one."""
+        return self._run(None)
+
+    def run_with(self, messages: Sequence[ChatMessage], client: object) -> _Run:
+        """Start the span of a run of the inner chat client ``client`` (the loop calls this;
+        see ``_loop._hooks.Observer``): its provider and model are on the span from its start,
+        read from ``client`` as each model call's span reads them."""
+        return self._run(_Described.of(client))
+
+    def _run(self, described: _Described | None) -> _Run:
         name = f"{names.INVOKE_AGENT} {self.agent_name}" if self.agent_name else names.INVOKE_AGENT
-        span = _start(self._tracer, name, None, trace.SpanKind.INTERNAL)
+        attributes: dict[str, Any] = {names.OPERATION_NAME: names.INVOKE_AGENT}
+        if self.agent_name:
+            attributes[names.AGENT_NAME] = self.agent_name
+        if described is not None:
+            attributes.update(described.run_attributes())
+        # (at the span's start, where a sampler sees them, as for a model call's span)
+        span = _start(self._tracer, name, None, trace.SpanKind.INTERNAL, attributes)
         if span is trace.INVALID_SPAN:  # the SDK failed: the run's calls are traced as if
             return _Run(self, span, otel_context.get_current())  # it were not there
-        try:
-            if span.is_recording():
-                span.set_attribute(names.OPERATION_NAME, names.INVOKE_AGENT)
-                if self.agent_name:
-                    span.set_attribute(names.AGENT_NAME, self.agent_name)
-        except Exception:
-            _failed(f"setting the attributes of {name!r}")
-        return _Run(self, span, trace.set_span_in_context(span))
+        return _Run(self, span, trace.set_span_in_context(span), described=described is not None)
+
+
+@attrs.frozen
+class _Described:
+    """Who a client's model calls go to, as its attributes say (each ``None`` if it says not)."""
+
+    model: str | None
+    provider: str | None
+    server: tuple[str, int] | None
+
+    @classmethod
+    def of(cls, client: object) -> _Described:
+        base_url = _text_attribute(client, "base_url")
+        return cls(
+            _text_attribute(client, "model"),
+            _text_attribute(client, "provider_name"),
+            _server(base_url) if base_url is not None else None,
+        )
+
+    def run_attributes(self) -> dict[str, Any]:
+        """What a run's span says of them: the provider and the model."""
+        attributes: dict[str, Any] = {}
+        if self.provider:
+            attributes[names.PROVIDER_NAME] = self.provider
+        if self.model:
+            attributes[names.REQUEST_MODEL] = self.model
+        return attributes
 
 
 @attrs.define
@@ -308,31 +349,23 @@ class _Run:
     span: trace.Span
     context: otel_context.Context
     described: bool = False
-    """The run's span has the provider and the model of its first model call."""
+    """The run's span has the provider and the model of its inner client (from its start, or
+    from its first model call when the run was started without the client)."""
 
     def chat(self, client: object, messages: Sequence[ChatMessage], options: RunOptions) -> _Chat:
-        model = _text_attribute(client, "model")
+        described = _Described.of(client)
+        model = described.model
         name = f"{names.CHAT} {model}" if model else names.CHAT
         attributes: dict[str, Any] = {names.OPERATION_NAME: names.CHAT}
-        provider = _text_attribute(client, "provider_name")
-        if provider:
-            attributes[names.PROVIDER_NAME] = provider
-        if model:
-            attributes[names.REQUEST_MODEL] = model
-        base_url = _text_attribute(client, "base_url")
-        server = _server(base_url) if base_url is not None else None
-        if server is not None:
-            attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = server
+        attributes.update(described.run_attributes())
+        if described.server is not None:
+            attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = described.server
         # (at the span's start, where a sampler sees them, as the conventions ask)
         span = _start(self.telemetry._tracer, name, self.context, trace.SpanKind.CLIENT, attributes)
         if not self.described:  # the run's span: who its model calls go to, as the first says
             self.described = True
-            run_attributes: dict[str, Any] = {
-                key: attributes[key]
-                for key in (names.PROVIDER_NAME, names.REQUEST_MODEL)
-                if key in attributes
-            }
             try:
+                run_attributes = described.run_attributes()
                 if run_attributes and self.span.is_recording():
                     self.span.set_attributes(run_attributes)
             except Exception:
@@ -518,6 +551,19 @@ class _Tool:
 
     def running(self) -> _Current:
         return _Current(self.context)
+
+    def replaced(self, tool: Tool) -> None:
+        """A middleware replaced the call's tool with ``tool``, which runs: the span is named
+        after it, as the conventions name a tool's span after the tool that runs."""
+        span = self.span
+        try:
+            if span.is_recording():
+                name = wire_text(tool.name)
+                span.update_name(f"{names.EXECUTE_TOOL} {name}")
+                span.set_attribute(names.TOOL_NAME, name)
+                span.set_attribute(names.TOOL_DESCRIPTION, wire_text(tool.description))
+        except Exception:
+            _failed("renaming a tool call's span")
 
     def end(self, called: ToolCalled | None, error_type: str | None) -> None:
         span = self.span

@@ -227,6 +227,11 @@ def reconfigurable(_: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.At
     return [field.evolve(on_setattr=reconfigured) for field in fields]
 
 
+def _rebuilt(cls: Callable[..., Any], settings: Mapping[str, Any]) -> Any:
+    """A client of ``cls`` built with ``settings`` (a copy's, an unpickled client's)."""
+    return cls(**settings)
+
+
 class Pooled:
     """The connections of an HTTP chat client: the caller's ``http_client``, the pool that
     ``async with client:`` opened, or, for a run outside both, a client of the run's own.
@@ -259,6 +264,57 @@ class Pooled:
         derive(self, "max_retry_delay", float(self.max_retry_delay))
         derive(self, "url", endpoint(self.base_url, path))
         derive(self, "provider_name", gen_ai_provider(self.base_url, api))
+
+    # -- copies: the same settings, connections of their own ------------------------------------
+    #
+    # A client owns its pool (``async with``): a copy that shared it would lose it when the
+    # original closes it, and httpx2's pool cannot be copied or pickled at all (an obscure
+    # TypeError from its SSL context). So a copy is a new client built with the same settings,
+    # its pool not open, as ``attrs.evolve(client)`` builds one; an ``http_client`` of the
+    # caller's is the caller's to open and close: a copy shares it, and pickling refuses it.
+
+    def _settings(self) -> dict[str, Any]:
+        """The constructor's arguments that build this client again, by their names (a
+        read-only mapping as a dict: the constructor makes it read-only again)."""
+        cls: type[Any] = type(self)  # (an attrs class: the clients and their subclasses)
+        settings = {}
+        for field in attrs.fields(cls):
+            if field.init:
+                value = getattr(self, field.name)
+                plain = isinstance(value, MappingProxyType)
+                settings[field.alias] = dict(value) if plain else value
+        return settings
+
+    def __copy__(self) -> Self:
+        """A new client with the same settings; its connection pool is its own, not open
+        (see :meth:`__aenter__`). An ``http_client`` of yours is shared."""
+        copied: Self = _rebuilt(type(self), self._settings())
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        """As :meth:`__copy__`, with the settings (``model_options``, ``on_retry``, ...)
+        deep-copied; an ``http_client`` of yours is shared, not copied: it holds connections
+        that you open and close."""
+        import copy  # noqa: PLC0415 -- copying clients is rare
+
+        settings = self._settings()
+        http_client = settings.pop("http_client", None)
+        settings = copy.deepcopy(settings, memo)
+        copied: Self = _rebuilt(type(self), {**settings, "http_client": http_client})
+        return copied
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its settings (the API key included), unpickled as a new client built
+        with them, its pool not open. One with an ``http_client`` of yours is a ``TypeError``:
+        that client's connections cannot go to another process."""
+        name = type(self).__name__
+        if self._http_client is not None:
+            raise TypeError(
+                f"cannot pickle this {name}: its http_client is yours, and its connections "
+                "cannot go to another process; pickle a client without an http_client, or "
+                "build one there"
+            )
+        return (_rebuilt, (type(self), self._settings()))
 
     async def __aenter__(self) -> Self:
         """Open a connection pool that the runs inside the block share.

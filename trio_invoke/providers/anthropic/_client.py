@@ -202,6 +202,10 @@ class AnthropicChatClient(Pooled):
     across runs and rounds, open the client once around them (``async with
     AnthropicChatClient(...) as model:``).
 
+    A copy (``copy.copy``, ``copy.deepcopy``, pickling) is a new client with the same
+    settings and a connection pool of its own, not open; it shares an ``http_client`` of
+    yours, and pickling a client that has one is a ``TypeError``.
+
     With thinking on, the thinking blocks of each response -- with their signatures, and the
     redacted ones -- stay on the round's assistant message (``provider_data["thinking_blocks"]``;
     their text is also ``ChatMessage.reasoning``) and go back unchanged in the later rounds of

@@ -118,6 +118,10 @@ class OpenAIChatClient(Pooled):
         async with OpenAIChatClient("gpt-4o-mini") as model:
             ...
 
+    A copy (``copy.copy``, ``copy.deepcopy``, pickling) is a new client with the same
+    settings and a connection pool of its own, not open; it shares an ``http_client`` of
+    yours, and pickling a client that has one is a ``TypeError``.
+
     Each argument but ``api_key``, ``headers`` and ``http_client`` is an attribute of the same
     name; one assigned later (``model.max_retries = 5``) is checked as the constructor checks
     it, and takes effect from the next request.
