@@ -55,7 +55,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="where to write the results (default: benchmarks/results/latest.json)",
     )
-    parser.add_argument("--repeat", type=int, metavar="R", help="samples per side (default 9)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        metavar="R",
+        help="samples per side (default 9, 3 with --quick; for conversations and agents, whose "
+        "sample is a batch of N runs, 3, 1 with --quick)",
+    )
     parser.add_argument(
         "--client",
         metavar="MODULE:NAME",
@@ -133,8 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(str(exc)) from None
     if args.repeat is not None and args.repeat < 1:
         raise SystemExit("--repeat takes a number >= 1")
-    repeat = args.repeat or (3 if args.quick else 9)
-    settings = Settings(repeat=repeat, min_sample=0.01 if args.quick else 0.05, quick=args.quick)
+    settings = Settings.from_options(args.repeat, args.quick)
     client_cls = load_client(args.client) if args.client else FunctionInvokingChatClient
     ctx = Context(settings, client_cls)
     if args.profile:
@@ -164,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "repeat": settings.repeat,
             "min_sample": settings.min_sample,
             "quick": settings.quick,
+            "batches": settings.batches,
         },
         "seconds_per_workload": timings,
         "rows": [row.to_json() for row in rows],

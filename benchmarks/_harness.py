@@ -41,6 +41,22 @@ class Settings:
     min_sample: float
     """Seconds a sample lasts at least: short runs are repeated within one sample."""
     quick: bool
+    batches: int = attrs.field(
+        default=attrs.Factory(lambda self: 1 if self.quick else 3, takes_self=True)
+    )
+    """Samples per side of the workloads whose one sample is a batch of N concurrent runs
+    (``conversations``, ``agents``): ``--repeat`` when it is given, else 1 with ``--quick`` and
+    3 (a batch of 1,000 runs is many runs already)."""
+
+    @classmethod
+    def from_options(cls, repeat: int | None, quick: bool) -> Settings:
+        """The settings of ``--repeat R`` (``None`` when not given) and ``--quick``."""
+        return cls(
+            repeat=repeat or (3 if quick else 9),
+            min_sample=0.01 if quick else 0.05,
+            quick=quick,
+            **({} if repeat is None else {"batches": repeat}),
+        )
 
 
 @attrs.frozen

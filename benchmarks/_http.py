@@ -415,7 +415,7 @@ def conversations(ctx: Context) -> Outcome:
 
     from trio_invoke import OpenAIChatClient  # noqa: PLC0415
 
-    repeat = 1 if ctx.settings.quick else 3
+    repeat = ctx.settings.batches
     results: dict[int, dict[str, list[Sample]]] = {}
     opened: dict[int, dict[str, int]] = {}
 
@@ -563,7 +563,7 @@ def agents(ctx: Context) -> Outcome:
 
     from trio_invoke import OpenAIChatClient  # noqa: PLC0415
 
-    repeat = 1 if ctx.settings.quick else 3
+    repeat = ctx.settings.batches
     tool = NoopTool()
     sizes = _sizes(ctx)
     timing: dict[int, dict[str, list[Sample]]] = {}

@@ -163,3 +163,27 @@ def test_the_agents_latencies_are_of_the_timed_batches_only(
         "latency per round p50, 3 at once": 4 * 3,
         "latency per round p99, 3 at once": 4 * 3,
     }
+
+
+@pytest.mark.parametrize("workload", ["conversations", "agents"])
+def test_the_http_batch_workloads_take_the_samples_dash_dash_repeat_asks_for(
+    workload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --repeat 2 --quick: two batches per side and size, not --quick's default of one.
+    settings = Settings.from_options(2, quick=True)
+    assert (settings.repeat, settings.batches) == (2, 2)
+    assert Settings.from_options(None, quick=True).batches == 1
+    assert Settings.from_options(None, quick=False).batches == 3
+    monkeypatch.setattr(_http, "_sizes", lambda ctx: [2, 3])
+    rows = getattr(_http, workload)(Context(settings)).rows
+    counts = {
+        (row.measure, side): len(samples)
+        for row in rows
+        if "samples" in row.extra
+        for side, samples in row.extra["samples"].items()
+    }
+    assert counts
+    assert set(counts.values()) == {2}, counts
+    first = next(row for row in rows if row.note)
+    assert first.note is not None
+    assert "median of 2 samples per side" in first.note
