@@ -11,7 +11,8 @@ and the same pool limits (httpx2's defaults: 100 connections):
   into lines and ``json.loads`` each ``data:`` line -- the least any client of this protocol
   does, with nothing done about the chunks (no decoding into updates, no error checks);
 * the official ``openai`` SDK (``AsyncOpenAI``, which runs on Trio through anyio and httpx2),
-  when it is installed: the optional ``bench`` dependency group (``pip install openai``).
+  when it is installed: the optional ``bench`` dependency group (``pip install 'openai>=3'``;
+  3.0 is the first release on httpx2, an older one is left out with a line saying so).
 
 Workloads (``--only NAME``):
 
@@ -38,6 +39,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -257,12 +259,29 @@ def _median(samples: Sequence[Sample], which: int) -> float:
     return statistics.median(sample[which] for sample in samples)
 
 
-def _sdk() -> Any:
+OPENAI_SDK_FIRST = 3
+"""The first major release of the ``openai`` SDK on httpx2 (3.0.0; 2.x and 1.x run on httpx)."""
+
+
+def _sdk() -> tuple[Any, str | None]:
+    """The official ``openai`` module, or ``None`` and the line that says why it is left out:
+    not installed, older than 3.0 (on httpx, not the httpx2 every other side runs on; 1.x does
+    not even start on a current httpx), or not importable."""
+    try:
+        version = metadata.version("openai")
+    except metadata.PackageNotFoundError:
+        return None, "http: the official openai SDK is not installed (pip install 'openai>=3')"
+    major = re.match(r"\d+", version)
+    if major is None or int(major.group()) < OPENAI_SDK_FIRST:
+        return None, (
+            f"http: the official openai SDK {version} is older than {OPENAI_SDK_FIRST}.0, the "
+            "first on httpx2 (pip install 'openai>=3')"
+        )
     try:
         import openai  # noqa: PLC0415 -- the optional bench group
-    except ImportError:
-        return None
-    return openai
+    except ImportError as exc:
+        return None, f"http: the official openai SDK {version} cannot be imported: {exc}"
+    return openai, None
 
 
 def _missing() -> Outcome | None:
@@ -290,7 +309,7 @@ def http(ctx: Context) -> Outcome:
 
     from trio_invoke import OpenAIChatClient  # noqa: PLC0415
 
-    openai = _sdk()
+    openai, sdk_skipped = _sdk()
     bodies = {
         TEXT: ("10,000 text deltas", 10_000 + 4),  # events: role, deltas, finish, usage, [DONE]
         TOOLS: ("1,000 tool calls x 9 chunks", 9_000 + 3),
@@ -298,8 +317,8 @@ def http(ctx: Context) -> Outcome:
     repeat = ctx.settings.repeat
     rows: list[Row] = []
     skipped: list[str] = []
-    if openai is None:
-        skipped.append("http: the official openai SDK is not installed (pip install openai)")
+    if sdk_skipped is not None:
+        skipped.append(sdk_skipped)
 
     async def main(base_url: str) -> None:
         url = f"{base_url}/chat/completions"

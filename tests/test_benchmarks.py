@@ -187,3 +187,30 @@ def test_the_http_batch_workloads_take_the_samples_dash_dash_repeat_asks_for(
     first = next(row for row in rows if row.note)
     assert first.note is not None
     assert "median of 2 samples per side" in first.note
+
+
+def test_an_openai_sdk_older_than_the_first_on_httpx2_is_left_out_with_a_line_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # openai 1.40 (what the bench group allowed) builds an httpx client with proxies=, which a
+    # current httpx refuses: the http workload crashed. 2.x runs on httpx, not on httpx2 as
+    # every other side does. An installed SDK of that age is skipped, the version named.
+    (tmp_path / "openai").mkdir()
+    (tmp_path / "openai" / "__init__.py").write_text(
+        '__version__ = "1.40.0"\n'
+        "class AsyncOpenAI:\n"
+        "    def __init__(self, **kwargs):\n"
+        "        raise TypeError(\"AsyncClient.__init__() got an unexpected keyword 'proxies'\")\n"
+    )
+    (tmp_path / "openai-1.40.0.dist-info").mkdir()
+    (tmp_path / "openai-1.40.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: openai\nVersion: 1.40.0\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "openai", raising=False)
+    sdk, skipped = _http._sdk()
+    assert sdk is None
+    assert skipped == (
+        "http: the official openai SDK 1.40.0 is older than 3.0, the first on httpx2 "
+        "(pip install 'openai>=3')"
+    )
