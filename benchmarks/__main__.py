@@ -17,7 +17,7 @@ import trio
 
 from trio_invoke import ChatClient, FunctionInvokingChatClient
 
-from ._harness import Row, Settings, format_table, machine_info
+from ._harness import Row, Settings, duplicate_measures, format_table, machine_info
 from ._workloads import (
     TOOLS,
     WORKLOADS,
@@ -156,6 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         outcome = WORKLOADS[name](ctx)
         timings[name] = time.perf_counter() - start
         rows += outcome.rows
+        shared = duplicate_measures(rows)
+        if shared:
+            raise RuntimeError(
+                f"{name}: more than one row measures {', '.join(map(repr, shared))}; each "
+                "(workload, measure) must name one row of the results"
+            )
         skipped += outcome.skipped
         print(f"  {name}: {timings[name]:.1f} s", file=sys.stderr)
     print(format_table(rows, settings, info, skipped))

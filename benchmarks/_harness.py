@@ -9,6 +9,7 @@ import platform
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import metadata
 from typing import Any
@@ -21,6 +22,7 @@ __all__ = [
     "Row",
     "Settings",
     "Side",
+    "duplicate_measures",
     "format_table",
     "machine_info",
     "measure_pair",
@@ -172,6 +174,13 @@ class Row:
             "samples": self.data.to_json() if self.data else None,
             **self.extra,
         }
+
+
+def duplicate_measures(rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """The ``(workload, measure)`` keys more than one row has: the JSON file and comparisons
+    over time tell rows apart by that key, so each must be one row's."""
+    counts = Counter((row.workload, row.measure) for row in rows)
+    return [key for key, count in counts.items() if count > 1]
 
 
 def format_value(value: float | None, unit: str) -> str:

@@ -394,7 +394,7 @@ def validation(ctx: Context) -> Outcome:
         [
             Row(
                 "validation",
-                "parse + cached validator",
+                "parse + cached validator, beside compiling per call",
                 med["cached"],
                 med["compile"],
                 data=data("cached", "compile"),
@@ -412,7 +412,7 @@ def validation(ctx: Context) -> Outcome:
             ),
             Row(
                 "validation",
-                "parse + cached validator",
+                "parse + cached validator, beside parsing alone",
                 med["cached"],
                 med["parse"],
                 data=data("cached", "parse"),

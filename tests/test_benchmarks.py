@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout'
 
 from benchmarks import _http, _workloads
 from benchmarks.__main__ import load_client
-from benchmarks._harness import Row, Settings, format_table
+from benchmarks._harness import Row, Settings, duplicate_measures, format_table
 from benchmarks._workloads import Context
 
 pytest.importorskip("httpx2")
@@ -214,3 +214,40 @@ def test_an_openai_sdk_older_than_the_first_on_httpx2_is_left_out_with_a_line_sa
         "http: the official openai SDK 1.40.0 is older than 3.0, the first on httpx2 "
         "(pip install 'openai>=3')"
     )
+
+
+# Each a second or two at these sizes; mcp, process and http take 5-15 s each, and their rows
+# come from fixed labels (python -m benchmarks refuses a workload whose rows share a key).
+CHEAP = [
+    "fan-out",
+    "rounds",
+    "streaming",
+    "concurrency",
+    "validation",
+    "memory",
+    "eager",
+    "telemetry",
+    "conversations",
+    "agents",
+]
+
+
+@pytest.mark.parametrize("workload", CHEAP)
+def test_no_two_rows_of_a_workload_share_a_measure(
+    workload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The JSON file and comparisons over time tell rows apart by (workload, measure): two
+    # validation rows were both "parse + cached validator", one beside compiling, one beside
+    # parsing alone.
+    monkeypatch.setattr(_http, "_sizes", lambda ctx: [2, 3])
+    ctx = Context(Settings(repeat=1, min_sample=0.0001, quick=True))
+    rows = _workloads.WORKLOADS[workload](ctx).rows
+    assert rows or workload == "telemetry"  # telemetry: skipped without opentelemetry
+    assert duplicate_measures(rows) == []
+    assert {row.workload for row in rows} <= {workload}
+
+
+def test_rows_that_share_a_measure_are_found() -> None:
+    rows = [Row("w", "a", 1.0, 1.0), Row("w", "b", 1.0, 1.0), Row("w", "a", 2.0, 1.0)]
+    assert duplicate_measures(rows) == [("w", "a")]
+    assert duplicate_measures([*rows[:2], Row("v", "a", 1.0, 1.0)]) == []
