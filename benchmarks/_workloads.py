@@ -64,6 +64,7 @@ class NoopTool:
         "required": ["i"],
     }
     requires_approval = False
+    timeout: float | None = None
 
     async def execute(self, arguments: dict[str, Any]) -> Any:
         return "ok"

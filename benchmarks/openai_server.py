@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
 from functools import cache
@@ -123,9 +124,11 @@ def body(model: str, round_: int = 0) -> bytes:
     kind, *numbers = model.split("-")
     values = [int(n) for n in numbers]
     if kind == "text":
-        return frame(text_events(*values))
+        (deltas,) = values
+        return frame(text_events(deltas))
     if kind == "tools":
-        return frame(tool_events(*values))
+        calls, chunks = values
+        return frame(tool_events(calls, chunks))
     if kind == "agent":
         rounds, calls = values
         if round_ < rounds:
@@ -212,7 +215,7 @@ class Server:
         stdin_closed = loop.create_future()
 
         def on_input() -> None:
-            if not sys.stdin.buffer.read1(4096) and not stdin_closed.done():
+            if not os.read(sys.stdin.fileno(), 4096) and not stdin_closed.done():
                 stdin_closed.set_result(None)
 
         loop.add_reader(sys.stdin.fileno(), on_input)
