@@ -131,7 +131,14 @@ def profile(ctx: Context, names: Sequence[str]) -> None:
         print(profiler.output_text(unicode=True, color=False, time="percent_of_total"))
 
 
+INTERRUPTED = 130
+"""The exit status after Ctrl-C: 128 + SIGINT, the shell's convention."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the suite; 0, or :data:`INTERRUPTED` after Ctrl-C (no traceback, no results file:
+    the workloads that finished are named, and the servers the workloads started are stopped
+    on the way out)."""
     args = _parser().parse_args(argv)
     try:
         names = select(args.only)
@@ -142,19 +149,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.from_options(args.repeat, args.quick)
     client_cls = load_client(args.client) if args.client else FunctionInvokingChatClient
     ctx = Context(settings, client_cls)
-    if args.profile:
-        profile(ctx, names)
-        return 0
-    info = machine_info()
-    if args.client:
-        info["client"] = args.client
+    timings: dict[str, float] = {}  # the workloads finished, and how long each took
+    try:
+        if args.profile:
+            profile(ctx, names)
+            return 0
+        info = machine_info()
+        if args.client:
+            info["client"] = args.client
+        run(ctx, names, info=info, timings=timings, path=args.json, argv=argv)
+    except BaseException as exc:
+        if not _interrupted(exc):
+            raise
+        # The line of the workload that was running is still open ("  NAME: "): this ends it.
+        finished = ", ".join(name for name in names if name in timings) or "none"
+        print(
+            "interrupted"
+            if args.profile
+            else f"interrupted (no results written); finished: {finished}",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+    return 0
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """A Ctrl-C: ``KeyboardInterrupt``, alone or out of a Trio nursery (in a group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(KeyboardInterrupt) is not None
+    return isinstance(exc, KeyboardInterrupt)
+
+
+def run(
+    ctx: Context,
+    names: Sequence[str],
+    *,
+    info: dict[str, Any],
+    timings: dict[str, float],
+    path: Path,
+    argv: Sequence[str] | None,
+) -> None:
+    """Run the workloads ``names``, each one's seconds into ``timings`` as it finishes; print
+    the table (its header from ``info``) and write the JSON file at ``path``."""
+    settings = ctx.settings
     rows: list[Row] = []
     skipped: list[str] = []
-    timings: dict[str, float] = {}
     for name in names:
+        print(f"  {name}: ", end="", file=sys.stderr, flush=True)
         start = time.perf_counter()
         outcome = WORKLOADS[name](ctx)
-        timings[name] = time.perf_counter() - start
+        seconds = time.perf_counter() - start
         rows += outcome.rows
         shared = duplicate_measures(rows)
         if shared:
@@ -163,7 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "(workload, measure) must name one row of the results"
             )
         skipped += outcome.skipped
-        print(f"  {name}: {timings[name]:.1f} s", file=sys.stderr)
+        timings[name] = seconds
+        print(f"{seconds:.1f} s", file=sys.stderr)
     print(format_table(rows, settings, info, skipped))
     report = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -181,10 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rows": [row.to_json() for row in rows],
         "skipped": skipped,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"\nresults written to {args.json}")
-    return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nresults written to {path}")
 
 
 if __name__ == "__main__":

@@ -75,7 +75,12 @@ THROUGHPUT_TARGET = 0.8
 def openai_server() -> Iterator[str]:
     """Start the server in its own process; the value is its ``base_url``. Stopped on exit."""
     process = subprocess.Popen(
-        [sys.executable, SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        [sys.executable, SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        # Out of the terminal's process group: a Ctrl-C stops the benchmark, which stops the
+        # server here, on its way out (the server would die of it mid-import, with a traceback).
+        process_group=0,
     )
     stdin, stdout = process.stdin, process.stdout
     assert stdin is not None
@@ -210,6 +215,10 @@ class _CollectorTime:
         self.seconds = 0.0
         self._started = 0.0
 
+    # Python ignores (prints and drops) an exception out of a gc callback: a Ctrl-C that lands
+    # here would be lost, and the run go on. Trio's KI protection defers it to the next
+    # checkpoint instead (no other way: the callback runs wherever a collection starts).
+    @trio.lowlevel.enable_ki_protection
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._started = time.perf_counter()

@@ -2,7 +2,9 @@
 
 Run by the benchmark in a process of its own (``python benchmarks/openai_server.py``), so that it
 never shares the measured client's interpreter; it prints ``port N`` once it listens on
-127.0.0.1, and serves until its standard input closes (the benchmark's exit closes it too).
+127.0.0.1, and serves until its standard input closes (the benchmark's exit closes it too). It
+runs in a process group of its own, so that a Ctrl-C of the benchmark in a terminal, which goes
+to the terminal's process group, leaves its stopping to the benchmark.
 
 ``POST .../chat/completions`` answers with a streamed body chosen by the request's ``model``:
 

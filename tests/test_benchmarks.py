@@ -4,11 +4,17 @@ of its workloads, shrunk so that they take seconds, not the suite's minutes."""
 from __future__ import annotations
 
 import gc
+import os
+import signal
+import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from trio_invoke import FunctionInvokingChatClient
 
@@ -251,3 +257,130 @@ def test_rows_that_share_a_measure_are_found() -> None:
     rows = [Row("w", "a", 1.0, 1.0), Row("w", "b", 1.0, 1.0), Row("w", "a", 2.0, 1.0)]
     assert duplicate_measures(rows) == [("w", "a")]
     assert duplicate_measures([*rows[:2], Row("v", "a", 1.0, 1.0)]) == []
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _session(sid: int) -> list[tuple[int, str]]:
+    """The live processes of session ``sid`` but its leader: (pid, command line). A zombie is
+    not live (its parent is gone: init reaps it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == sid:
+            continue
+        try:
+            if os.getsid(int(entry.name)) != sid:
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:  # gone meanwhile
+            continue
+        if state != "Z":
+            found.append((int(entry.name), command))
+    return found
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Poll another process's state (no event to wait on), on the real clock."""
+    while not condition():  # noqa: ASYNC110 -- the state is in /proc, not in this process
+        await trio.sleep(0.05)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("to", ["group", "leader"], ids=["ctrl-c in a terminal", "kill -INT"])
+async def test_ctrl_c_stops_the_suite_and_its_server_with_one_line_and_130(
+    to: str, tmp_path: Path
+) -> None:
+    # A real run, a real SIGINT once the workload's server runs: to the whole process group,
+    # as a terminal's Ctrl-C sends it, or to the benchmark alone.
+    command = [sys.executable, "-m", "benchmarks", "--only", "rounds,conversations", "--quick"]
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(
+                trio.run_process,
+                [*command, "--json", str(tmp_path / "out.json")],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                check=False,
+                cwd=ROOT,
+                start_new_session=True,
+                # A background job inherits SIGINT ignored: give it a terminal's disposition.
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )
+        )
+        assert process.stderr is not None
+        err = b""
+        try:
+            with trio.fail_after(60):
+                while b"conversations: " not in err:
+                    piece = await process.stderr.receive_some()
+                    assert piece, f"the suite ended before conversations: {err!r}"
+                    err += piece
+                await _until(lambda: any("openai_server.py" in c for _, c in _session(process.pid)))
+            if to == "group":
+                os.killpg(process.pid, signal.SIGINT)
+            else:
+                process.send_signal(signal.SIGINT)
+            with trio.fail_after(30):
+                async for piece in process.stderr:
+                    err += piece
+                await process.wait()
+            with trio.fail_after(10):
+                await _until(lambda: not _session(process.pid))
+        finally:
+            for pid, _ in _session(process.pid):
+                os.kill(pid, signal.SIGKILL)
+            process.kill()
+    text = err.decode()
+    assert process.returncode == 130, text
+    assert "Traceback" not in text
+    assert "Exception ignored" not in text
+    assert text.endswith("  conversations: interrupted (no results written); finished: rounds\n")
+    assert not (tmp_path / "out.json").exists()
+
+
+GC_INTERRUPT = """
+import gc, signal, sys, time, types
+import trio
+sys.path.insert(0, sys.argv[1])
+from benchmarks import _http
+
+fired = False
+
+def perf_counter():  # the collector callback's clock: Ctrl-C lands inside the callback
+    global fired
+    if not fired:
+        fired = True
+        signal.raise_signal(signal.SIGINT)
+    return time.perf_counter()
+
+async def main():
+    _http.time = types.SimpleNamespace(perf_counter=perf_counter)
+    with _http._CollectorTime():
+        gc.collect()
+    for _ in range(3):
+        await trio.lowlevel.checkpoint()
+    print("the interrupt was lost")
+
+try:
+    trio.run(main)
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+async def test_a_ctrl_c_during_a_collection_the_http_samples_time_is_not_lost() -> None:
+    # Python drops an exception out of a gc callback (it prints "Exception ignored"): a Ctrl-C
+    # that landed in the agents workload's collector timer went unseen, the run went on. In a
+    # process of its own: the interrupt is real.
+    with trio.fail_after(30):
+        done = await trio.run_process(
+            [sys.executable, "-c", GC_INTERRUPT, str(ROOT)],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+    assert done.stdout.decode() == "interrupted\n", done.stderr.decode()
+    assert done.stderr == b""
