@@ -105,9 +105,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy, strict, on the package; and on tests/typing and examples/, which use the API as
-    users annotate it."""
-    session.install("-e", f".[{ALL_EXTRAS}]", *group("typing"))
+    """mypy, strict, on the package and benchmarks/ (with the bench group, whose SDKs it
+    imports); and on tests/typing and examples/, which use the API as users annotate it."""
+    session.install("-e", f".[{ALL_EXTRAS}]", *group("typing", "bench"))
     session.run("mypy")
     session.run("mypy", "tests/typing", "examples")
 

@@ -39,5 +39,6 @@ seconds per run; for the HTTP workloads, wall, CPU and collector seconds of each
 workload's own fields (``n``, ``connections``, ...).
 
 This is a package, not part of the test suite: it measures, it does not assert (a missed target
-is reported in the table, and the exit status stays 0).
+is reported in the table, and the exit status stays 0). Ctrl-C stops it with one line naming
+the workloads that finished, no results file, and exit status 130.
 """

@@ -17,7 +17,7 @@ import trio
 
 from trio_invoke import ChatClient, FunctionInvokingChatClient
 
-from ._harness import Row, Settings, format_table, machine_info
+from ._harness import Row, Settings, duplicate_measures, format_table, machine_info
 from ._workloads import (
     TOOLS,
     WORKLOADS,
@@ -55,7 +55,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="where to write the results (default: benchmarks/results/latest.json)",
     )
-    parser.add_argument("--repeat", type=int, metavar="R", help="samples per side (default 9)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        metavar="R",
+        help="samples per side (default 9, 3 with --quick; for conversations and agents, whose "
+        "sample is a batch of N runs, 3, 1 with --quick)",
+    )
     parser.add_argument(
         "--client",
         metavar="MODULE:NAME",
@@ -125,7 +131,14 @@ def profile(ctx: Context, names: Sequence[str]) -> None:
         print(profiler.output_text(unicode=True, color=False, time="percent_of_total"))
 
 
+INTERRUPTED = 130
+"""The exit status after Ctrl-C: 128 + SIGINT, the shell's convention."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the suite; 0, or :data:`INTERRUPTED` after Ctrl-C (no traceback, no results file:
+    the workloads that finished are named, and the servers the workloads started are stopped
+    on the way out)."""
     args = _parser().parse_args(argv)
     try:
         names = select(args.only)
@@ -133,26 +146,69 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(str(exc)) from None
     if args.repeat is not None and args.repeat < 1:
         raise SystemExit("--repeat takes a number >= 1")
-    repeat = args.repeat or (3 if args.quick else 9)
-    settings = Settings(repeat=repeat, min_sample=0.01 if args.quick else 0.05, quick=args.quick)
+    settings = Settings.from_options(args.repeat, args.quick)
     client_cls = load_client(args.client) if args.client else FunctionInvokingChatClient
     ctx = Context(settings, client_cls)
-    if args.profile:
-        profile(ctx, names)
-        return 0
-    info = machine_info()
-    if args.client:
-        info["client"] = args.client
+    timings: dict[str, float] = {}  # the workloads finished, and how long each took
+    try:
+        if args.profile:
+            profile(ctx, names)
+            return 0
+        info = machine_info()
+        if args.client:
+            info["client"] = args.client
+        run(ctx, names, info=info, timings=timings, path=args.json, argv=argv)
+    except BaseException as exc:
+        if not _interrupted(exc):
+            raise
+        # The line of the workload that was running is still open ("  NAME: "): this ends it.
+        finished = ", ".join(name for name in names if name in timings) or "none"
+        print(
+            "interrupted"
+            if args.profile
+            else f"interrupted (no results written); finished: {finished}",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+    return 0
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """A Ctrl-C: ``KeyboardInterrupt``, alone or out of a Trio nursery (in a group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(KeyboardInterrupt) is not None
+    return isinstance(exc, KeyboardInterrupt)
+
+
+def run(
+    ctx: Context,
+    names: Sequence[str],
+    *,
+    info: dict[str, Any],
+    timings: dict[str, float],
+    path: Path,
+    argv: Sequence[str] | None,
+) -> None:
+    """Run the workloads ``names``, each one's seconds into ``timings`` as it finishes; print
+    the table (its header from ``info``) and write the JSON file at ``path``."""
+    settings = ctx.settings
     rows: list[Row] = []
     skipped: list[str] = []
-    timings: dict[str, float] = {}
     for name in names:
+        print(f"  {name}: ", end="", file=sys.stderr, flush=True)
         start = time.perf_counter()
         outcome = WORKLOADS[name](ctx)
-        timings[name] = time.perf_counter() - start
+        seconds = time.perf_counter() - start
         rows += outcome.rows
+        shared = duplicate_measures(rows)
+        if shared:
+            raise RuntimeError(
+                f"{name}: more than one row measures {', '.join(map(repr, shared))}; each "
+                "(workload, measure) must name one row of the results"
+            )
         skipped += outcome.skipped
-        print(f"  {name}: {timings[name]:.1f} s", file=sys.stderr)
+        timings[name] = seconds
+        print(f"{seconds:.1f} s", file=sys.stderr)
     print(format_table(rows, settings, info, skipped))
     report = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -164,15 +220,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "repeat": settings.repeat,
             "min_sample": settings.min_sample,
             "quick": settings.quick,
+            "batches": settings.batches,
         },
         "seconds_per_workload": timings,
         "rows": [row.to_json() for row in rows],
         "skipped": skipped,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"\nresults written to {args.json}")
-    return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nresults written to {path}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import platform
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import metadata
 from typing import Any
@@ -21,6 +22,7 @@ __all__ = [
     "Row",
     "Settings",
     "Side",
+    "duplicate_measures",
     "format_table",
     "machine_info",
     "measure_pair",
@@ -41,6 +43,22 @@ class Settings:
     min_sample: float
     """Seconds a sample lasts at least: short runs are repeated within one sample."""
     quick: bool
+    batches: int = attrs.field(
+        default=attrs.Factory(lambda self: 1 if self.quick else 3, takes_self=True)
+    )
+    """Samples per side of the workloads whose one sample is a batch of N concurrent runs
+    (``conversations``, ``agents``): ``--repeat`` when it is given, else 1 with ``--quick`` and
+    3 (a batch of 1,000 runs is many runs already)."""
+
+    @classmethod
+    def from_options(cls, repeat: int | None, quick: bool) -> Settings:
+        """The settings of ``--repeat R`` (``None`` when not given) and ``--quick``."""
+        return cls(
+            repeat=repeat or (3 if quick else 9),
+            min_sample=0.01 if quick else 0.05,
+            quick=quick,
+            **({} if repeat is None else {"batches": repeat}),
+        )
 
 
 @attrs.frozen
@@ -156,6 +174,13 @@ class Row:
             "samples": self.data.to_json() if self.data else None,
             **self.extra,
         }
+
+
+def duplicate_measures(rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """The ``(workload, measure)`` keys more than one row has: the JSON file and comparisons
+    over time tell rows apart by that key, so each must be one row's."""
+    counts = Counter((row.workload, row.measure) for row in rows)
+    return [key for key, count in counts.items() if count > 1]
 
 
 def format_value(value: float | None, unit: str) -> str:

@@ -11,7 +11,8 @@ and the same pool limits (httpx2's defaults: 100 connections):
   into lines and ``json.loads`` each ``data:`` line -- the least any client of this protocol
   does, with nothing done about the chunks (no decoding into updates, no error checks);
 * the official ``openai`` SDK (``AsyncOpenAI``, which runs on Trio through anyio and httpx2),
-  when it is installed: the optional ``bench`` dependency group (``pip install openai``).
+  when it is installed: the optional ``bench`` dependency group (``pip install 'openai>=3'``;
+  3.0 is the first release on httpx2, an older one is left out with a line saying so).
 
 Workloads (``--only NAME``):
 
@@ -38,6 +39,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -73,24 +75,30 @@ THROUGHPUT_TARGET = 0.8
 def openai_server() -> Iterator[str]:
     """Start the server in its own process; the value is its ``base_url``. Stopped on exit."""
     process = subprocess.Popen(
-        [sys.executable, SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        [sys.executable, SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        # Out of the terminal's process group: a Ctrl-C stops the benchmark, which stops the
+        # server here, on its way out (the server would die of it mid-import, with a traceback).
+        process_group=0,
     )
+    stdin, stdout = process.stdin, process.stdout
+    assert stdin is not None
+    assert stdout is not None
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline().decode()
+        line = stdout.readline().decode()
         match = re.fullmatch(r"port (\d+)\s*", line)
         if match is None:
             raise RuntimeError(f"the benchmark's OpenAI server did not start: {line!r}")
         yield f"http://127.0.0.1:{match.group(1)}/v1"
     finally:
-        assert process.stdin is not None
-        process.stdin.close()  # the server stops when its standard input closes
+        stdin.close()  # the server stops when its standard input closes
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        process.stdout.close()
+        stdout.close()
 
 
 async def connections(base_url: str) -> int:
@@ -207,6 +215,10 @@ class _CollectorTime:
         self.seconds = 0.0
         self._started = 0.0
 
+    # Python ignores (prints and drops) an exception out of a gc callback: a Ctrl-C that lands
+    # here would be lost, and the run go on. Trio's KI protection defers it to the next
+    # checkpoint instead (no other way: the callback runs wherever a collection starts).
+    @trio.lowlevel.enable_ki_protection
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._started = time.perf_counter()
@@ -257,12 +269,29 @@ def _median(samples: Sequence[Sample], which: int) -> float:
     return statistics.median(sample[which] for sample in samples)
 
 
-def _sdk() -> Any:
+OPENAI_SDK_FIRST = 3
+"""The first major release of the ``openai`` SDK on httpx2 (3.0.0; 2.x and 1.x run on httpx)."""
+
+
+def _sdk() -> tuple[Any, str | None]:
+    """The official ``openai`` module, or ``None`` and the line that says why it is left out:
+    not installed, older than 3.0 (on httpx, not the httpx2 every other side runs on; 1.x does
+    not even start on a current httpx), or not importable."""
+    try:
+        version = metadata.version("openai")
+    except metadata.PackageNotFoundError:
+        return None, "http: the official openai SDK is not installed (pip install 'openai>=3')"
+    major = re.match(r"\d+", version)
+    if major is None or int(major.group()) < OPENAI_SDK_FIRST:
+        return None, (
+            f"http: the official openai SDK {version} is older than {OPENAI_SDK_FIRST}.0, the "
+            "first on httpx2 (pip install 'openai>=3')"
+        )
     try:
         import openai  # noqa: PLC0415 -- the optional bench group
-    except ImportError:
-        return None
-    return openai
+    except ImportError as exc:
+        return None, f"http: the official openai SDK {version} cannot be imported: {exc}"
+    return openai, None
 
 
 def _missing() -> Outcome | None:
@@ -290,7 +319,7 @@ def http(ctx: Context) -> Outcome:
 
     from trio_invoke import OpenAIChatClient  # noqa: PLC0415
 
-    openai = _sdk()
+    openai, sdk_skipped = _sdk()
     bodies = {
         TEXT: ("10,000 text deltas", 10_000 + 4),  # events: role, deltas, finish, usage, [DONE]
         TOOLS: ("1,000 tool calls x 9 chunks", 9_000 + 3),
@@ -298,8 +327,8 @@ def http(ctx: Context) -> Outcome:
     repeat = ctx.settings.repeat
     rows: list[Row] = []
     skipped: list[str] = []
-    if openai is None:
-        skipped.append("http: the official openai SDK is not installed (pip install openai)")
+    if sdk_skipped is not None:
+        skipped.append(sdk_skipped)
 
     async def main(base_url: str) -> None:
         url = f"{base_url}/chat/completions"
@@ -415,7 +444,7 @@ def conversations(ctx: Context) -> Outcome:
 
     from trio_invoke import OpenAIChatClient  # noqa: PLC0415
 
-    repeat = 1 if ctx.settings.quick else 3
+    repeat = ctx.settings.batches
     results: dict[int, dict[str, list[Sample]]] = {}
     opened: dict[int, dict[str, int]] = {}
 
@@ -563,7 +592,7 @@ def agents(ctx: Context) -> Outcome:
 
     from trio_invoke import OpenAIChatClient  # noqa: PLC0415
 
-    repeat = 1 if ctx.settings.quick else 3
+    repeat = ctx.settings.batches
     tool = NoopTool()
     sizes = _sizes(ctx)
     timing: dict[int, dict[str, list[Sample]]] = {}
@@ -580,16 +609,19 @@ def agents(ctx: Context) -> Outcome:
 
             async def library_run(marks: list[float]) -> None:
                 calls = 0
+                last = None
                 async with loop.run(USER) as stream:
                     async for update in stream:
+                        last = update
                         if type(update) is ToolCalled:
                             calls += 1
                             if calls % CALLS_PER_ROUND == 0:
                                 marks.append(time.perf_counter())
                         elif type(update) is Finish:
                             marks.append(time.perf_counter())
-                if update != Finish(FinishReason.STOP, update.usage) or calls != 12:
-                    raise RuntimeError(f"agents: the run ended with {update!r}, {calls} calls")
+                finished = isinstance(last, Finish) and last.finish_reason == FinishReason.STOP
+                if not finished or calls != 12:
+                    raise RuntimeError(f"agents: the run ended with {last!r}, {calls} calls")
 
             async def floor_run(marks: list[float]) -> None:
                 await floor_agent(bare, url, tool, marks)

@@ -64,6 +64,7 @@ class NoopTool:
         "required": ["i"],
     }
     requires_approval = False
+    timeout: float | None = None
 
     async def execute(self, arguments: dict[str, Any]) -> Any:
         return "ok"
@@ -394,7 +395,7 @@ def validation(ctx: Context) -> Outcome:
         [
             Row(
                 "validation",
-                "parse + cached validator",
+                "parse + cached validator, beside compiling per call",
                 med["cached"],
                 med["compile"],
                 data=data("cached", "compile"),
@@ -412,7 +413,7 @@ def validation(ctx: Context) -> Outcome:
             ),
             Row(
                 "validation",
-                "parse + cached validator",
+                "parse + cached validator, beside parsing alone",
                 med["cached"],
                 med["parse"],
                 data=data("cached", "parse"),

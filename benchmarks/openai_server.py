@@ -2,7 +2,9 @@
 
 Run by the benchmark in a process of its own (``python benchmarks/openai_server.py``), so that it
 never shares the measured client's interpreter; it prints ``port N`` once it listens on
-127.0.0.1, and serves until its standard input closes (the benchmark's exit closes it too).
+127.0.0.1, and serves until its standard input closes (the benchmark's exit closes it too). It
+runs in a process group of its own, so that a Ctrl-C of the benchmark in a terminal, which goes
+to the terminal's process group, leaves its stopping to the benchmark.
 
 ``POST .../chat/completions`` answers with a streamed body chosen by the request's ``model``:
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
 from functools import cache
@@ -123,9 +126,11 @@ def body(model: str, round_: int = 0) -> bytes:
     kind, *numbers = model.split("-")
     values = [int(n) for n in numbers]
     if kind == "text":
-        return frame(text_events(*values))
+        (deltas,) = values
+        return frame(text_events(deltas))
     if kind == "tools":
-        return frame(tool_events(*values))
+        calls, chunks = values
+        return frame(tool_events(calls, chunks))
     if kind == "agent":
         rounds, calls = values
         if round_ < rounds:
@@ -212,7 +217,7 @@ class Server:
         stdin_closed = loop.create_future()
 
         def on_input() -> None:
-            if not sys.stdin.buffer.read1(4096) and not stdin_closed.done():
+            if not os.read(sys.stdin.fileno(), 4096) and not stdin_closed.done():
                 stdin_closed.set_result(None)
 
         loop.add_reader(sys.stdin.fileno(), on_input)
