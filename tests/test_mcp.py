@@ -493,6 +493,17 @@ def test_tools_before_entering_is_an_error_naming_the_server() -> None:
     assert not server.available
 
 
+@pytest.mark.parametrize(
+    ("url", "label"),
+    [
+        ("https://user:secret@example.com/mcp?token=t", "https://example.com/mcp"),
+        ("http://user:secret@[::1]:8080/mcp", "http://[::1]:8080/mcp"),
+    ],
+)
+def test_a_url_is_named_without_credentials_or_query(url: str, label: str) -> None:
+    assert MCPServer.http(url).label == label
+
+
 # -- approval -----------------------------------------------------------------------------------
 
 
@@ -1085,6 +1096,13 @@ async def forward_proxy(target: int, *, task_status: Any = trio.TASK_STATUS_IGNO
     await trio.serve_listeners(handle, listeners)
 
 
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy settings from the environment (``NO_PROXY`` excluding 127.0.0.1 among them)."""
+    for name in ("NO_PROXY", "ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
 async def test_an_http_server_behind_a_proxy_is_connected_to_again_once_it_is_back(
     log: Log, http_servers: list[HTTPServer], monkeypatch: pytest.MonkeyPatch, protocol: str
@@ -1094,9 +1112,7 @@ async def test_an_http_server_behind_a_proxy_is_connected_to_again_once_it_is_ba
     http = HTTPServer(log)
     http_servers.append(http)
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    for name in ("NO_PROXY", "ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
+    no_proxies(monkeypatch)
     async with trio.open_nursery() as nursery:
         proxy = await nursery.start(forward_proxy, http.port)
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy}")
@@ -1114,6 +1130,58 @@ async def test_an_http_server_behind_a_proxy_is_connected_to_again_once_it_is_ba
                 assert await add.execute({"a": 2, "b": 2}) == "4"  # connected again
                 assert server.available
         nursery.cancel_scope.cancel()
+
+
+async def test_a_proxy_that_goes_away_is_named_not_the_server(
+    http_server: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server is up; the proxy in between is what stops taking connections: "not
+    # available" names the proxy (without its credentials), and the server's URL.
+    no_proxies(monkeypatch)
+    async with trio.open_nursery() as nursery:
+        proxy_scope = trio.CancelScope()
+
+        async def proxy(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+            with proxy_scope:
+                await forward_proxy(http_server.port, task_status=task_status)
+
+        port = await nursery.start(proxy)
+        monkeypatch.setenv("HTTP_PROXY", f"http://someone:secret@127.0.0.1:{port}")
+        with trio.fail_after(ENTER):
+            async with MCPServer.http(http_server.url) as server:
+                add = by_remote(server)["add"]
+                assert await add.execute({"a": 1, "b": 2}) == "3"
+                proxy_scope.cancel()  # its port and its connections are closed
+                await trio.sleep(0.1)
+                with trio.fail_after(5), pytest.raises(MCPToolError):
+                    await add.execute({"a": 1, "b": 2})  # (found the connection gone, or not)
+                with trio.fail_after(5), pytest.raises(MCPToolError) as later:
+                    await add.execute({"a": 1, "b": 2})
+    message = str(later.value)
+    assert (
+        f"nothing takes connections at the proxy http://127.0.0.1:{port} (HTTP_PROXY), "
+        f"through which requests to {http_server.url} go"
+    ) in message
+    assert "secret" not in message
+    assert "someone" not in message
+
+
+async def test_a_proxy_where_nothing_listens_is_named_on_entering(
+    http_server: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_proxies(monkeypatch)
+    port = free_port()
+    monkeypatch.setenv("ALL_PROXY", f"http://someone:secret@127.0.0.1:{port}")
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as caught:
+        async with MCPServer.http(http_server.url, init_timeout=20):
+            pytest.fail("entered")
+    message = str(caught.value)
+    assert message.startswith(
+        f"could not reach MCP server {http_server.url!r} (through the proxy "
+        f"http://127.0.0.1:{port} (ALL_PROXY)): ConnectError"
+    )
+    assert "secret" not in message
+    assert "someone" not in message
 
 
 async def test_an_http_server_that_no_longer_knows_the_session_gets_a_new_one(

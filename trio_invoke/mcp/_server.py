@@ -215,6 +215,8 @@ class _Stdio:
         line = shlex.join([self.command, *self.args])
         return line if len(line) <= 80 else line[:79] + "…"
 
+    proxy = None
+    """(What :attr:`_HTTP.proxy` is for a URL.)"""
     lost = "the server process ended or closed its output"
     reconnects = False
     """A process that died is not started again (see :class:`MCPServer`)."""
@@ -245,10 +247,23 @@ class _HTTP:
 
     @property
     def label(self) -> str:
-        parts = urlsplit(self.url)  # no credentials, no query string in messages
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{host}{port}{parts.path}"
+        return _shown(self.url)
+
+    @property
+    def proxy(self) -> str | None:
+        """The proxy that requests to the URL go through (as messages show it, with the
+        setting it comes from), or ``None``: they go to the URL's own host."""
+        found = _proxy_for(self.url)
+        if found is None:
+            return None
+        proxy, key = found
+        variable = _PROXY_VARIABLES.get(key, "")
+        source = (
+            variable
+            if variable in os.environ or variable.lower() in os.environ
+            else "the system's proxy settings"
+        )
+        return f"{_shown(str(proxy))} ({source})"
 
     lost = "the HTTP connection ended"
     reconnects = True
@@ -309,23 +324,51 @@ except ImportError:  # private to httpx2: another version may not have them
     _PROXY_RULES = None
 
 
+_PROXY_VARIABLES: Final = {
+    "http://": "HTTP_PROXY",
+    "https://": "HTTPS_PROXY",
+    "all://": "ALL_PROXY",
+}
+"""The environment variable behind each of httpx2's proxy mounts."""
+
+
+def _shown(url: str) -> str:
+    """``url`` as messages show it: without credentials or query string."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a port number (httpx2 refuses it)
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _proxy_for(url: str) -> tuple[httpx2.URL, str] | None:
+    """The proxy an ``httpx2`` client sends requests for ``url`` through, and the key of its
+    mount (``"http://"``, ...), when the environment gives one for it (``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, matched as httpx2 matches them); else (or
+    when httpx2's rules cannot be read) ``None``."""
+    if _PROXY_RULES is None:  # httpx2's own rules (private)
+        return None
+    pattern_of, environment_proxies = _PROXY_RULES
+    try:
+        mounts = [(pattern_of(key), key, proxy) for key, proxy in environment_proxies().items()]
+        target = httpx2.URL(url)
+        for pattern, key, proxy in sorted(mounts, key=lambda mount: mount[0]):  # most specific
+            if pattern.matches(target):
+                return None if proxy is None else (httpx2.URL(proxy), key)
+    except (AttributeError, TypeError, ValueError, httpx2.InvalidURL):
+        return None
+    return None
+
+
 def _connects_to(url: str) -> tuple[str, int]:
     """The host and port an ``httpx2`` client opens its connection to for ``url``: the proxy's
-    when the environment gives one for it (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
-    ``NO_PROXY``, matched as httpx2 matches them), else the URL's own."""
-    target = httpx2.URL(url)
-    mounts = []
-    if _PROXY_RULES is not None:  # httpx2's own rules (private): else the URL's host and port
-        pattern_of, environment_proxies = _PROXY_RULES
-        try:
-            mounts = [(pattern_of(key), proxy) for key, proxy in environment_proxies().items()]
-        except (AttributeError, TypeError, ValueError):
-            mounts = []
-    for pattern, proxy in sorted(mounts, key=lambda mount: mount[0]):  # most specific first
-        if pattern.matches(target):
-            if proxy is not None:
-                target = httpx2.URL(proxy)
-            break
+    when the environment gives one for it (:func:`_proxy_for`), else the URL's own."""
+    found = _proxy_for(url)
+    target = httpx2.URL(url) if found is None else found[0]
     return target.host or "localhost", target.port or (443 if target.scheme == "https" else 80)
 
 
@@ -928,6 +971,12 @@ class MCPServer:
         if self._closing.is_set():
             return "the block ended meanwhile"
         if not reachable:
+            proxy = self._target.proxy  # (the connection refused may be the proxy's)
+            if proxy is not None:
+                return (
+                    f"nothing takes connections at the proxy {proxy}, through which requests "
+                    f"to {self.label} go"
+                )
             return f"nothing takes connections at {self.label}"
         outcome: list[str | None] = []
         ready = trio.Event()
@@ -1105,7 +1154,11 @@ class MCPServer:
                 f"(command {self._target.command!r})"
             )
         if isinstance(leaf, httpx2.HTTPError):
-            return MCPConnectionError(f"could not reach MCP server {label!r}: {_summary(leaf)}")
+            proxy = self._target.proxy
+            through = f" (through the proxy {proxy})" if proxy is not None else ""
+            return MCPConnectionError(
+                f"could not reach MCP server {label!r}{through}: {_summary(leaf)}"
+            )
         if isinstance(leaf, MCPError) and leaf.code == mcp_types.CONNECTION_CLOSED:
             return MCPConnectionError(
                 f"MCP server {label!r} closed the connection during the handshake "
