@@ -10,6 +10,12 @@ Because the SDK's task groups live inside the owner task, a transport that fails
 server that disappears) ends the owner task, not the caller's block: the failure is recorded.
 Over HTTP the next call asks the reconnecting task for a new connection, with an owner task of
 its own (see :meth:`MCPServer._reconnect`); a stdio server's later calls are "not available".
+
+How errors (and log lines) name the server, all of them, entering's and the calls': by what the
+user configured, :attr:`MCPServer.label` (the command line or the URL, without credentials or
+query), as ``MCP server 'python notes.py'``; once a handshake told its own name
+(``serverInfo.name``, which may be the same for two servers), it follows when it differs:
+``MCP server 'python notes.py' (named 'notes')``. ``MCPToolError.server`` is the label.
 """
 
 from __future__ import annotations
@@ -111,6 +117,11 @@ def _say(outcome: tuple[list[str | None], trio.Event] | None, what: str | None) 
     if outcome is not None and not outcome[0]:
         outcome[0].append(what)
         outcome[1].set()
+
+
+def _told_name(client: Client) -> str | None:
+    """The server's name, as its handshake told it (``serverInfo.name``)."""
+    return client.server_info.name if client.server_info else None
 
 
 def _summary(exc: BaseException) -> str:
@@ -777,13 +788,32 @@ class MCPServer:
 
     @property
     def label(self) -> str:
-        """The command line or URL (without credentials or query), as errors name it."""
+        """The command line or URL (without credentials or query), as errors name the server
+        (with :attr:`name` after it once the handshake told it)."""
         return self._target.label
 
     @property
     def name(self) -> str:
         """The server's own name (``serverInfo.name``) once connected, else :attr:`label`."""
         return self._server_name or self.label
+
+    def _describe(self, server_name: str | None) -> str:
+        """How errors and logs name the server: ``MCP server '<label>'``, what the user
+        configured, and then ``(named '<serverInfo.name>')`` when a handshake told it (and
+        it differs)."""
+        label = self.label
+        if server_name and server_name != label:
+            return f"MCP server {label!r} (named {server_name!r})"
+        return f"MCP server {label!r}"
+
+    def _named(self, client: Client) -> str:
+        """:meth:`_describe` with the name ``client``'s handshake told."""
+        return self._describe(_told_name(client))
+
+    @property
+    def _who(self) -> str:
+        """:meth:`_describe` with the name of the latest connection's handshake, if any."""
+        return self._describe(self._server_name)
 
     @property
     def tools(self) -> tuple[MCPTool, ...]:
@@ -798,7 +828,7 @@ class MCPServer:
         """
         if self._tools is None:
             raise RuntimeError(
-                f"MCP server {self.label!r} is not connected: use `async with server:` first"
+                f"{self._describe(None)} is not connected: use `async with server:` first"
             )
         return self._tools
 
@@ -840,9 +870,9 @@ class MCPServer:
                 if isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
                     self._lose(self._target.lost, epoch)  # (later ones connect again)
                 raise MCPConnectionError(
-                    f"listing the tools of MCP server {self.name!r} failed: {_summary(exc)}"
+                    f"listing the tools of {self._named(client)} failed: {_summary(exc)}"
                 ) from exc
-            self._tools = self._build(listed, strict=False)
+            self._tools = self._build(listed, strict=False, who=self._named(client))
             return self._tools
 
     # -- the connection ----------------------------------------------------------------------
@@ -862,7 +892,7 @@ class MCPServer:
         propagates (a stdio process is ended).
         """
         if self._entered:
-            raise RuntimeError(f"MCP server {self.label!r} is already entered")
+            raise RuntimeError(f"{self._who} is already entered")
         self._entered = True
         self._tools = None
         self._fresh()
@@ -939,11 +969,11 @@ class MCPServer:
                     return
                 why = await self._connect_again(nursery)
                 if why is None:
-                    _log.info("MCP server %r: connected again", self.name)
+                    _log.info("%s: connected again", self._who)
                 else:  # (once per reason: each call that finds it gone tries again)
                     quiet = why == self._again or self._closing.is_set()
                     level = logging.DEBUG if quiet else logging.WARNING
-                    _log.log(level, "MCP server %r: could not connect again: %s", self.name, why)
+                    _log.log(level, "%s: could not connect again: %s", self._who, why)
                 self._again = why
                 attempt, self._attempt = self._attempt, None
                 if attempt is not None:
@@ -1011,7 +1041,7 @@ class MCPServer:
                 reason = _CLOSED
             elif self._again is not None:
                 reason = f"{reason} (connecting again failed: {self._again})"
-        message = f"MCP server {self.name!r} is not available: {reason}"
+        message = f"{self._who} is not available: {reason}"
         if tool is None:
             raise MCPConnectionError(message)
         raise self._error(tool, message)
@@ -1044,19 +1074,25 @@ class MCPServer:
 
         if not entering:
             self._ends_with_block(init)
+        client: Client | None = None  # (once the handshake is done)
         try:
             with init, changed_send, changed_receive:
                 async with contextlib.AsyncExitStack() as stack:
                     client = await self._open(stack, lose)
-                    server_name = client.server_info.name if client.server_info else None
                     async with trio.open_nursery() as watchers:
                         if self._announces_changes(client):
                             await watchers.start(self._listen, client, epoch)
-                        tools = self._build(await self._list(client), strict=entering)
+                        tools = self._build(
+                            await self._list(client), strict=entering, who=self._named(client)
+                        )
                         init.deadline = math.inf
                         if not entering:
                             gone = self._adopt(epoch, changed_send, outcome, init)
-                        self._server_name, self._tools, self._client = server_name, tools, client
+                        self._server_name, self._tools, self._client = (
+                            _told_name(client),
+                            tools,
+                            client,
+                        )
                         watchers.start_soon(self._follow_changes, client, changed_receive)
                         started = True
                         task_status.started()
@@ -1065,7 +1101,7 @@ class MCPServer:
         except Exception as exc:
             if not started:
                 leaf = _leaf(exc)
-                error = self._entering_error(leaf, timed_out=init.cancel_called)
+                error = self._entering_error(leaf, timed_out=init.cancel_called, client=client)
                 if outcome is not None:
                     say(str(error))
                     return
@@ -1085,18 +1121,23 @@ class MCPServer:
             say(
                 "the block ended meanwhile"
                 if self._closing.is_set()
-                else self._too_slow
+                else self._too_slow(client)
                 if init.cancelled_caught
                 else "it was closed"
             )
         if init.cancelled_caught and not started and entering:
-            raise MCPInitTimeoutError(self._too_slow)
+            raise MCPInitTimeoutError(self._too_slow(client))
 
-    @property
-    def _too_slow(self) -> str:
+    def _too_slow(self, client: Client | None) -> str:
+        """Why entering timed out; ``client``: the SDK's, once the handshake is done."""
+        if client is None:
+            return (
+                f"{self._describe(None)} did not finish the handshake within "
+                f"init_timeout={self.init_timeout:g} s"
+            )
         return (
-            f"MCP server {self.label!r} did not finish the handshake and list its tools "
-            f"within init_timeout={self.init_timeout:g} s"
+            f"{self._named(client)} finished the handshake but did not list its tools within "
+            f"init_timeout={self.init_timeout:g} s"
         )
 
     async def _open(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Client:
@@ -1138,38 +1179,33 @@ class MCPServer:
         _say(outcome, None)
         return gone
 
-    def _entering_error(self, leaf: BaseException, *, timed_out: bool) -> Exception:
-        """What entering raises for ``leaf``, the failure underneath the SDK's groups."""
+    def _entering_error(
+        self, leaf: BaseException, *, timed_out: bool, client: Client | None
+    ) -> Exception:
+        """What entering raises for ``leaf``, the failure underneath the SDK's groups;
+        ``client``: the SDK's, once the handshake is done (then the tool listing failed)."""
         if isinstance(leaf, TrioInvokeError):  # ours already: as it is
             return leaf
-        label = self.label
         if timed_out:
-            return MCPInitTimeoutError(
-                f"MCP server {label!r} did not finish the handshake and list its tools within "
-                f"init_timeout={self.init_timeout:g} s ({_summary(leaf)})"
-            )
+            return MCPInitTimeoutError(f"{self._too_slow(client)} ({_summary(leaf)})")
+        who = self._describe(None) if client is None else self._named(client)
+        step = "during the handshake" if client is None else "while listing its tools"
         if isinstance(self._target, _Stdio) and isinstance(leaf, OSError):
             return MCPConnectionError(
-                f"could not start MCP server {label!r}: {_summary(leaf)} "
-                f"(command {self._target.command!r})"
+                f"could not start {who}: {_summary(leaf)} (command {self._target.command!r})"
             )
         if isinstance(leaf, httpx2.HTTPError):
             proxy = self._target.proxy
             through = f" (through the proxy {proxy})" if proxy is not None else ""
-            return MCPConnectionError(
-                f"could not reach MCP server {label!r}{through}: {_summary(leaf)}"
-            )
+            return MCPConnectionError(f"could not reach {who}{through}: {_summary(leaf)}")
         if isinstance(leaf, MCPError) and leaf.code == mcp_types.CONNECTION_CLOSED:
             return MCPConnectionError(
-                f"MCP server {label!r} closed the connection during the handshake "
-                f"({self._target.lost}; its stderr may say why)"
+                f"{who} closed the connection {step} ({self._target.lost}; its stderr may say why)"
             )
         if isinstance(leaf, MCPError):
-            return MCPConnectionError(
-                f"MCP server {label!r} refused the handshake: JSON-RPC error {leaf.code}: "
-                f"{leaf.message}"
-            )
-        return MCPConnectionError(f"could not connect to MCP server {label!r}: {_summary(leaf)}")
+            refused = "refused the handshake:" if client is None else "answered tools/list with"
+            return MCPConnectionError(f"{who} {refused} JSON-RPC error {leaf.code}: {leaf.message}")
+        return MCPConnectionError(f"could not connect to {who}: {_summary(leaf)}")
 
     # -- tools and their changes ---------------------------------------------------------------
 
@@ -1197,12 +1233,15 @@ class MCPServer:
                 return tools
             if cursor in seen:
                 raise MCPConnectionError(
-                    f"MCP server {self.name!r} sent the tools/list cursor {cursor!r} twice"
+                    f"{self._named(client)} sent the tools/list cursor {cursor!r} twice"
                 )
             seen.add(cursor)
 
-    def _build(self, listed: list[mcp_types.Tool], *, strict: bool) -> tuple[MCPTool, ...]:
-        """The tools to offer. ``strict`` (on entering): option names must exist."""
+    def _build(
+        self, listed: list[mcp_types.Tool], *, strict: bool, who: str
+    ) -> tuple[MCPTool, ...]:
+        """The tools to offer. ``strict`` (on entering): option names must exist; ``who``:
+        the server, as errors name it (:meth:`_describe`)."""
         on_server = {tool.name for tool in listed}
         for option, names in (
             ("allowed_tools", self.allowed_tools),
@@ -1214,8 +1253,8 @@ class MCPServer:
             if unknown:
                 have = ", ".join(sorted(on_server)) or "none"
                 raise ConfigurationError(
-                    f"{option} names {', '.join(map(repr, unknown))}, which MCP server "
-                    f"{self.name!r} does not have (it has: {have})"
+                    f"{option} names {', '.join(map(repr, unknown))}, which {who} does not "
+                    f"have (it has: {have})"
                 )
         if self.allowed_tools is not None:
             listed = [tool for tool in listed if tool.name in self.allowed_tools]
@@ -1283,9 +1322,7 @@ class MCPServer:
                             task_status.started()
                         else:
                             self._tools_changed()  # what changed while no stream was open
-                            _log.info(
-                                "MCP server %r: listening for tool list changes again", self.name
-                            )
+                            _log.info("%s: listening for tool list changes again", self._who)
                         async for _ in subscription:
                             self._tools_changed()
                     why = "the server closed it"
@@ -1296,15 +1333,15 @@ class MCPServer:
             if self._is_lost(epoch):
                 return  # calls say it is gone; nothing to follow
             if not listens:
-                _log.debug("MCP server %r: no connection yet; trying in %g s", self.name, delay)
+                _log.debug("%s: no connection yet; trying in %g s", self._who, delay)
             else:
                 if opened is not None and trio.current_time() - opened >= _RELISTEN_MAX:
                     delay = _RELISTEN_FIRST
                 level = logging.WARNING if first or opened is not None else logging.DEBUG
                 _log.log(
                     level,
-                    "MCP server %r: no tool list changes for now (%s); listening again in %g s",
-                    self.name,
+                    "%s: no tool list changes for now (%s); listening again in %g s",
+                    self._who,
                     why,
                     delay,
                 )
@@ -1330,16 +1367,14 @@ class MCPServer:
         async for _ in changes:
             try:
                 listed = await self._list(client)
-                self._tools = self._build(listed, strict=False)
+                self._tools = self._build(listed, strict=False, who=self._named(client))
             except Exception as exc:  # the previous list stays
-                _log.warning(
-                    "MCP server %r: keeping its previous tools: %s", self.name, _summary(exc)
-                )
+                _log.warning("%s: keeping its previous tools: %s", self._who, _summary(exc))
 
     # -- one call ------------------------------------------------------------------------------
 
     def _error(self, tool: MCPTool, message: str, code: int | None = None) -> MCPToolError:
-        return MCPToolError(message, server=self.name, tool=tool.remote_name, code=code)
+        return MCPToolError(message, server=self.label, tool=tool.remote_name, code=code)
 
     def _failure(self, tool: MCPTool, exc: MCPError, epoch: int) -> MCPToolError:
         """The error result of a call over connection ``epoch`` that got ``exc``."""
@@ -1355,24 +1390,21 @@ class MCPServer:
             self._lose(reason, epoch)
             return self._error(
                 tool,
-                f"the connection to MCP server {self.name!r} ended while the call was "
-                f"running: {reason}",
+                f"the connection to {self._who} ended while the call was running: {reason}",
                 exc.code,
             )
         if exc.code == mcp_types.PARSE_ERROR and exc.message.startswith(_UNREADABLE):
             return self._error(
                 tool,
-                f"MCP server {self.name!r} sent an answer for {tool.remote_name!r} that "
+                f"{self._who} sent an answer for {tool.remote_name!r} that "
                 f"could not be read: {exc.message.removeprefix(_UNREADABLE)}",
                 exc.code,
             )
         if epoch in self._ended:  # the server refused the call: not run
-            return self._error(
-                tool, f"MCP server {self.name!r} is not available: {_SESSION_ENDED}", exc.code
-            )
+            return self._error(tool, f"{self._who} is not available: {_SESSION_ENDED}", exc.code)
         return self._error(
             tool,
-            f"MCP server {self.name!r} answered with JSON-RPC error {exc.code}: {exc.message}",
+            f"{self._who} answered with JSON-RPC error {exc.code}: {exc.message}",
             exc.code,
         )
 
@@ -1405,7 +1437,7 @@ class MCPServer:
                 except Exception as exc:  # a result the SDK could not parse or validate, ...
                     raise self._error(
                         tool,
-                        f"MCP server {self.name!r} sent a result for {tool.remote_name!r} that "
+                        f"{self._who} sent a result for {tool.remote_name!r} that "
                         f"could not be used: {_summary(exc)}",
                     ) from exc
                 finally:
@@ -1419,16 +1451,16 @@ class MCPServer:
             assert timeout is not None
             if not sent:
                 raise MCPTimeoutError(
-                    f"MCP tool {tool.remote_name!r} on server {self.name!r} timed out after "
+                    f"MCP tool {tool.remote_name!r} of {self._who} timed out after "
                     f"{timeout:g} s while connecting again to the server ({self._lost}); the "
                     "call was not sent",
-                    server=self.name,
+                    server=self.label,
                     tool=tool.remote_name,
                 )
             raise MCPTimeoutError(
-                f"MCP tool {tool.remote_name!r} on server {self.name!r} timed out after "
+                f"MCP tool {tool.remote_name!r} of {self._who} timed out after "
                 f"{timeout:g} s; the call was cancelled on the server",
-                server=self.name,
+                server=self.label,
                 tool=tool.remote_name,
             )
         converted = convert(result)
