@@ -1413,7 +1413,10 @@ async def test_connecting_again_to_a_server_that_hangs_is_bounded(
     assert "ended while the call was running" in str(first.value)
     assert "timed out after 0.5 s while connecting again" in str(timed_out.value)
     assert "the call was not sent" in str(timed_out.value)
-    assert "did not finish the handshake within init_timeout=1.5 s" in str(slow.value)
+    assert (
+        'did not answer server/discover (the handshake of protocol="auto") within '
+        "init_timeout=1.5 s" in str(slow.value)
+    )  # (it answers nothing)
     assert "is not available: it was closed" in str(waiting[0])
     assert not server.available
 
@@ -2235,6 +2238,7 @@ async def test_a_server_that_never_answers_initialize(tmp_path: Path, protocol: 
     assert trio.current_time() - start < 15
     assert "init_timeout=1 s" in str(caught.value)
     assert "-c" in str(caught.value)
+    assert ("server/discover" in str(caught.value)) == (protocol == "auto")
     assert isinstance(caught.value, TimeoutError)
     assert not pid_alive(int(pid_file.read_text()))
 
@@ -2314,6 +2318,24 @@ async def test_errors_after_the_handshake_name_the_server_and_its_own_name() -> 
         "the `async with` block that opened it has ended"
     )
     assert later.value.server == server.label
+
+
+async def test_an_old_server_that_ignores_server_discover_is_pointed_at_legacy() -> None:
+    # protocol="auto" asks server/discover first; a server that ignores methods it does not
+    # know never answers, and the time runs out before the SDK falls back to initialize.
+    server = old_server(init_timeout=2)
+    with trio.fail_after(ENTER), pytest.raises(MCPInitTimeoutError) as caught:
+        async with server:
+            pytest.fail("entered")
+    message = str(caught.value)
+    assert message.startswith(
+        f"MCP server {server.label!r} did not answer server/discover (the handshake of "
+        'protocol="auto") within init_timeout=2 s: '
+    )
+    assert 'protocol="legacy" skips it' in message
+    with trio.fail_after(ENTER):
+        async with old_server(protocol="legacy", init_timeout=2) as legacy:
+            assert [tool.name for tool in legacy.tools] == ["hello"]
 
 
 async def test_a_slow_call_names_the_server_as_configured(log: Log) -> None:

@@ -43,6 +43,7 @@ import mcp_types
 import pydantic
 import trio
 from mcp import Client, StdioServerParameters
+from mcp.client import session as _sdk_session
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -87,6 +88,9 @@ _RELISTEN_FIRST: Final = 0.25
 """Seconds before listening for tool list changes again, the first time after a loss."""
 _RELISTEN_MAX: Final = 30.0
 """The longest wait between two attempts to listen again."""
+_DISCOVER_WAIT: Final[float | None] = getattr(_sdk_session, "DISCOVER_TIMEOUT_SECONDS", None)
+"""Seconds the MCP SDK waits for an answer to ``server/discover`` before it sends
+``initialize`` (in protocol ``"auto"``), if this version of it says."""
 _PROBE_TIMEOUT: Final = 5.0
 """Seconds a server's port may take to accept the connection that checks it is up."""
 
@@ -539,12 +543,53 @@ def _readable(exc: pydantic.ValidationError) -> SessionMessage | Exception:
     return SessionMessage(message)
 
 
+@attrs.define
+class _Handshake:
+    """How far making one connection got, for the message when it fails or times out."""
+
+    discovering: bool = False
+    """A ``server/discover`` was sent (``protocol="auto"``), and no ``initialize`` after it."""
+    client: Client | None = None
+    """The SDK's client, once the handshake is done."""
+
+
+class _NotedWrites:
+    """The transport's write stream, noting in :class:`_Handshake` which handshake request
+    went out last."""
+
+    __slots__ = ("_handshake", "_stream")
+
+    def __init__(self, stream: Any, handshake: _Handshake) -> None:
+        self._stream = stream
+        self._handshake = handshake
+
+    async def send(self, item: Any) -> None:
+        if isinstance(item, SessionMessage) and isinstance(item.message, mcp_types.JSONRPCRequest):
+            if item.message.method == "server/discover":
+                self._handshake.discovering = True
+            elif item.message.method == "initialize":
+                self._handshake.discovering = False
+        await self._stream.send(item)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _NotedWrites:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 @contextlib.asynccontextmanager
 async def _watched(
-    transport: Any, on_end: Any, statuses: dict[Any, str]
+    transport: Any, on_end: Any, statuses: dict[Any, str], handshake: _Handshake
 ) -> AsyncIterator[tuple[Any, Any]]:
     async with transport as (read_stream, write_stream):
-        yield _WatchedStream(read_stream, on_end, statuses), write_stream
+        yield (
+            _WatchedStream(read_stream, on_end, statuses),
+            _NotedWrites(write_stream, handshake),
+        )
 
 
 def _names(value: Collection[str] | None, option: str) -> frozenset[str] | None:
@@ -640,8 +685,9 @@ class MCPServer:
         """Seconds entering may take: start or reach the server, handshake, list its tools."""
         self.protocol: Protocol = protocol
         """``"auto"``: try the 2026-07-28 ``server/discover`` handshake, fall back to
-        ``initialize`` (the SDK's default); ``"legacy"``: ``initialize`` only, for servers that
-        do not answer an unknown method."""
+        ``initialize`` (the SDK's default; it waits 10 s for an answer to ``server/discover``
+        first, and an ``init_timeout`` that runs out meanwhile says so); ``"legacy"``:
+        ``initialize`` only, for servers that do not answer an unknown method."""
         self._entered = False
         self._client: Client | None = None
         self._tools: tuple[MCPTool, ...] | None = None
@@ -1074,11 +1120,11 @@ class MCPServer:
 
         if not entering:
             self._ends_with_block(init)
-        client: Client | None = None  # (once the handshake is done)
+        handshake = _Handshake()
         try:
             with init, changed_send, changed_receive:
                 async with contextlib.AsyncExitStack() as stack:
-                    client = await self._open(stack, lose)
+                    client = await self._open(stack, lose, handshake)
                     async with trio.open_nursery() as watchers:
                         if self._announces_changes(client):
                             await watchers.start(self._listen, client, epoch)
@@ -1101,7 +1147,7 @@ class MCPServer:
         except Exception as exc:
             if not started:
                 leaf = _leaf(exc)
-                error = self._entering_error(leaf, timed_out=init.cancel_called, client=client)
+                error = self._entering_error(leaf, timed_out=init.cancel_called, done=handshake)
                 if outcome is not None:
                     say(str(error))
                     return
@@ -1121,37 +1167,47 @@ class MCPServer:
             say(
                 "the block ended meanwhile"
                 if self._closing.is_set()
-                else self._too_slow(client)
+                else self._too_slow(handshake)
                 if init.cancelled_caught
                 else "it was closed"
             )
         if init.cancelled_caught and not started and entering:
-            raise MCPInitTimeoutError(self._too_slow(client))
+            raise MCPInitTimeoutError(self._too_slow(handshake))
 
-    def _too_slow(self, client: Client | None) -> str:
-        """Why entering timed out; ``client``: the SDK's, once the handshake is done."""
-        if client is None:
+    def _too_slow(self, handshake: _Handshake) -> str:
+        """Why entering timed out, as far as ``handshake`` got."""
+        within = f"within init_timeout={self.init_timeout:g} s"
+        if handshake.client is not None:
             return (
-                f"{self._describe(None)} did not finish the handshake within "
-                f"init_timeout={self.init_timeout:g} s"
+                f"{self._named(handshake.client)} finished the handshake but did not list its "
+                f"tools {within}"
             )
-        return (
-            f"{self._named(client)} finished the handshake but did not list its tools within "
-            f"init_timeout={self.init_timeout:g} s"
-        )
+        if handshake.discovering:  # (the SDK falls back to initialize only after a while)
+            wait = f"after {_DISCOVER_WAIT:g} s" if _DISCOVER_WAIT is not None else "later"
+            return (
+                f"{self._describe(None)} did not answer server/discover (the handshake of "
+                f'protocol="auto") {within}: a server of the older protocols that ignores '
+                f'methods it does not know never will; protocol="legacy" skips it and sends '
+                f"only initialize (the MCP SDK would fall back to it only {wait})"
+            )
+        return f"{self._describe(None)} did not finish the handshake {within}"
 
-    async def _open(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Client:
-        """The SDK's client, entered on ``stack``: transport, session, handshake."""
+    async def _open(
+        self, stack: contextlib.AsyncExitStack[Any], lose: _Lose, handshake: _Handshake
+    ) -> Client:
+        """The SDK's client, entered on ``stack``: transport, session, handshake (noted in
+        ``handshake`` as it goes)."""
         statuses: dict[Any, str] = {}
         transport = await self._target.transport(stack, lose, statuses)
         client = Client(
-            _watched(transport, lambda: lose(self._target.lost), statuses),
+            _watched(transport, lambda: lose(self._target.lost), statuses, handshake),
             mode="legacy" if self.protocol == "legacy" else "auto",
             message_handler=self._on_message,
             client_info=_client_info(),
             cache=None,
         )
         await stack.enter_async_context(client)
+        handshake.client = client
         return client
 
     async def _drained(self, gone: trio.Event, epoch: int) -> None:
@@ -1180,14 +1236,15 @@ class MCPServer:
         return gone
 
     def _entering_error(
-        self, leaf: BaseException, *, timed_out: bool, client: Client | None
+        self, leaf: BaseException, *, timed_out: bool, done: _Handshake
     ) -> Exception:
-        """What entering raises for ``leaf``, the failure underneath the SDK's groups;
-        ``client``: the SDK's, once the handshake is done (then the tool listing failed)."""
+        """What entering raises for ``leaf``, the failure underneath the SDK's groups, as far
+        as the handshake was ``done`` (once it was, the tool listing failed)."""
         if isinstance(leaf, TrioInvokeError):  # ours already: as it is
             return leaf
         if timed_out:
-            return MCPInitTimeoutError(f"{self._too_slow(client)} ({_summary(leaf)})")
+            return MCPInitTimeoutError(f"{self._too_slow(done)} ({_summary(leaf)})")
+        client = done.client
         who = self._describe(None) if client is None else self._named(client)
         step = "during the handshake" if client is None else "while listing its tools"
         if isinstance(self._target, _Stdio) and isinstance(leaf, OSError):
