@@ -493,6 +493,17 @@ def test_tools_before_entering_is_an_error_naming_the_server() -> None:
     assert not server.available
 
 
+@pytest.mark.parametrize(
+    ("url", "label"),
+    [
+        ("https://user:secret@example.com/mcp?token=t", "https://example.com/mcp"),
+        ("http://user:secret@[::1]:8080/mcp", "http://[::1]:8080/mcp"),
+    ],
+)
+def test_a_url_is_named_without_credentials_or_query(url: str, label: str) -> None:
+    assert MCPServer.http(url).label == label
+
+
 # -- approval -----------------------------------------------------------------------------------
 
 
@@ -634,6 +645,10 @@ async def test_error_results_carry_the_servers_words(make_server: Any) -> None:
     assert "-32042" in results["e2"].result
     assert "quota exceeded" in results["e2"].result
     assert results["e2"].exception.code == -32042  # type: ignore[union-attr]
+    assert results["e2"].result == (
+        f"Error: MCP server {server.label!r} (named 'test-server') answered with JSON-RPC "
+        "error -32042: quota exceeded"
+    )
     assert results["e3"].is_error  # our schema check stops it before the server
     assert "field 'a'" in results["e3"].result
     assert results["ok"].result == "3"
@@ -648,7 +663,7 @@ async def test_the_servers_validation_error_reaches_the_model(log: Log) -> None:
                 await by_remote(server)["add"].execute({"a": "one", "b": 2})
     assert "validation error" in str(caught.value)
     assert caught.value.tool == "add"
-    assert caught.value.server == "test-server"
+    assert caught.value.server == server.label  # what the user configured
 
 
 async def test_json_schema_2020_12_from_the_server_validates_calls(log: Log) -> None:
@@ -965,7 +980,7 @@ async def test_an_http_server_that_dies_mid_call(log: Log) -> None:
         http.stop()
     for outcome in called(result.updates).values():
         assert outcome.is_error
-        assert "MCP server 'test-server'" in outcome.result
+        assert f"MCP server {http.url!r} (named 'test-server')" in outcome.result
         assert "ended while the call was running" in outcome.result
     assert_transcript_valid(result.messages)
 
@@ -1013,8 +1028,8 @@ async def test_an_http_server_gone_while_idle_is_connected_to_again_once_it_is_b
             assert await by_remote(server)["add_tool"].execute({"name": "new"}) == "added new"
             await wait_for_tool(server, "new")
     assert str(later.value) == (
-        "MCP server 'test-server' is not available: the HTTP connection ended (connecting "
-        f"again failed: nothing takes connections at {http.url})"
+        f"MCP server {http.url!r} (named 'test-server') is not available: the HTTP connection "
+        f"ended (connecting again failed: nothing takes connections at {http.url})"
     )
     for outcome in called(result.updates).values():
         assert outcome.result == f"Error: {later.value}"
@@ -1085,6 +1100,13 @@ async def forward_proxy(target: int, *, task_status: Any = trio.TASK_STATUS_IGNO
     await trio.serve_listeners(handle, listeners)
 
 
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy settings from the environment (``NO_PROXY`` excluding 127.0.0.1 among them)."""
+    for name in ("NO_PROXY", "ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
 async def test_an_http_server_behind_a_proxy_is_connected_to_again_once_it_is_back(
     log: Log, http_servers: list[HTTPServer], monkeypatch: pytest.MonkeyPatch, protocol: str
@@ -1094,9 +1116,7 @@ async def test_an_http_server_behind_a_proxy_is_connected_to_again_once_it_is_ba
     http = HTTPServer(log)
     http_servers.append(http)
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    for name in ("NO_PROXY", "ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
+    no_proxies(monkeypatch)
     async with trio.open_nursery() as nursery:
         proxy = await nursery.start(forward_proxy, http.port)
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy}")
@@ -1114,6 +1134,58 @@ async def test_an_http_server_behind_a_proxy_is_connected_to_again_once_it_is_ba
                 assert await add.execute({"a": 2, "b": 2}) == "4"  # connected again
                 assert server.available
         nursery.cancel_scope.cancel()
+
+
+async def test_a_proxy_that_goes_away_is_named_not_the_server(
+    http_server: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server is up; the proxy in between is what stops taking connections: "not
+    # available" names the proxy (without its credentials), and the server's URL.
+    no_proxies(monkeypatch)
+    async with trio.open_nursery() as nursery:
+        proxy_scope = trio.CancelScope()
+
+        async def proxy(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+            with proxy_scope:
+                await forward_proxy(http_server.port, task_status=task_status)
+
+        port = await nursery.start(proxy)
+        monkeypatch.setenv("HTTP_PROXY", f"http://someone:secret@127.0.0.1:{port}")
+        with trio.fail_after(ENTER):
+            async with MCPServer.http(http_server.url) as server:
+                add = by_remote(server)["add"]
+                assert await add.execute({"a": 1, "b": 2}) == "3"
+                proxy_scope.cancel()  # its port and its connections are closed
+                await trio.sleep(0.1)
+                with trio.fail_after(5), pytest.raises(MCPToolError):
+                    await add.execute({"a": 1, "b": 2})  # (found the connection gone, or not)
+                with trio.fail_after(5), pytest.raises(MCPToolError) as later:
+                    await add.execute({"a": 1, "b": 2})
+    message = str(later.value)
+    assert (
+        f"nothing takes connections at the proxy http://127.0.0.1:{port} (HTTP_PROXY), "
+        f"through which requests to {http_server.url} go"
+    ) in message
+    assert "secret" not in message
+    assert "someone" not in message
+
+
+async def test_a_proxy_where_nothing_listens_is_named_on_entering(
+    http_server: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_proxies(monkeypatch)
+    port = free_port()
+    monkeypatch.setenv("ALL_PROXY", f"http://someone:secret@127.0.0.1:{port}")
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as caught:
+        async with MCPServer.http(http_server.url, init_timeout=20):
+            pytest.fail("entered")
+    message = str(caught.value)
+    assert message.startswith(
+        f"could not reach MCP server {http_server.url!r} (through the proxy "
+        f"http://127.0.0.1:{port} (ALL_PROXY)): ConnectError"
+    )
+    assert "secret" not in message
+    assert "someone" not in message
 
 
 async def test_an_http_server_that_no_longer_knows_the_session_gets_a_new_one(
@@ -1227,7 +1299,7 @@ async def test_many_calls_when_an_http_server_dies_then_the_next_run_works(
     assert set(results) == {c[0] for c in calls}
     for outcome in results.values():
         assert outcome.is_error
-        assert "MCP server 'test-server'" in outcome.result
+        assert f"MCP server {http.url!r} (named 'test-server')" in outcome.result
     assert_transcript_valid(result.messages)
     assert {c: u.result for c, u in called(again.updates).items()} == {
         f"l{i}": str(i + 1) for i in range(20)
@@ -1237,11 +1309,11 @@ async def test_many_calls_when_an_http_server_dies_then_the_next_run_works(
 @pytest.mark.parametrize(
     ("mode", "says"),
     [
-        ("forget", "refused the handshake: JSON-RPC error -32600"),
+        ("forget", "answered tools/list with JSON-RPC error -32600"),  # (initialize has no session)
         ("forget-calls", "is not available: the server ended the session"),
         ("500", "(HTTP 500 Internal Server Error)"),
         ("bad-init", "ValidationError"),
-        ("hang", "did not finish the handshake and list its tools within init_timeout=1 s"),
+        ("hang", "did not finish the handshake within init_timeout=1 s"),
     ],
 )
 async def test_an_http_server_back_but_misbehaving(
@@ -1341,9 +1413,10 @@ async def test_connecting_again_to_a_server_that_hangs_is_bounded(
     assert "ended while the call was running" in str(first.value)
     assert "timed out after 0.5 s while connecting again" in str(timed_out.value)
     assert "the call was not sent" in str(timed_out.value)
-    assert "did not finish the handshake and list its tools within init_timeout=1.5 s" in str(
-        slow.value
-    )
+    assert (
+        'did not answer server/discover (the handshake of protocol="auto") within '
+        "init_timeout=1.5 s" in str(slow.value)
+    )  # (it answers nothing)
     assert "is not available: it was closed" in str(waiting[0])
     assert not server.available
 
@@ -2165,8 +2238,116 @@ async def test_a_server_that_never_answers_initialize(tmp_path: Path, protocol: 
     assert trio.current_time() - start < 15
     assert "init_timeout=1 s" in str(caught.value)
     assert "-c" in str(caught.value)
+    assert ("server/discover" in str(caught.value)) == (protocol == "auto")
     assert isinstance(caught.value, TimeoutError)
     assert not pid_alive(int(pid_file.read_text()))
+
+
+OLD_SERVER = r"""
+import json, sys
+
+tools_list = sys.argv[1]  # "answer", "error", or "ignore"
+while line := sys.stdin.readline():
+    message = json.loads(line)
+    method, request = message.get("method"), message.get("id")
+    if request is None:
+        continue  # a notification
+    answer = {"jsonrpc": "2.0", "id": request}
+    if method == "initialize":
+        answer["result"] = {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "old-server", "version": "1"},
+        }
+    elif method == "tools/list" and tools_list == "answer":
+        answer["result"] = {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/list" and tools_list == "error":
+        answer["error"] = {"code": -32603, "message": "the index is gone"}
+    elif method == "tools/call":
+        answer["result"] = {"content": [{"type": "text", "text": "hello"}]}
+    else:
+        continue  # an old server that never answers a method it does not know
+    print(json.dumps(answer), flush=True)
+"""
+"""A server of the 2025 protocols as some were written: plain JSON-RPC over stdio, it answers
+``initialize``, ``tools/list`` (as its argument says: answered, a JSON-RPC error, or never)
+and ``tools/call``, and ignores every other method (``server/discover`` among them)."""
+
+
+def old_server(tools_list: str = "answer", **options: Any) -> MCPServer:
+    return MCPServer.stdio(sys.executable, ["-c", OLD_SERVER, tools_list], **options)
+
+
+async def test_errors_after_the_handshake_name_the_server_and_its_own_name() -> None:
+    # Every error names the server by what the user configured (its label); once the
+    # handshake told the server's own name, that follows. A listing that fails is not a
+    # handshake that failed.
+    failing = old_server("error", protocol="legacy")
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as listing:
+        async with failing:
+            pytest.fail("entered")
+    assert str(listing.value) == (
+        f"MCP server {failing.label!r} (named 'old-server') answered tools/list with JSON-RPC "
+        "error -32603: the index is gone"
+    )
+    silent = old_server("ignore", protocol="legacy", init_timeout=2)
+    with trio.fail_after(ENTER), pytest.raises(MCPInitTimeoutError) as slow:
+        async with silent:
+            pytest.fail("entered")
+    assert str(slow.value).startswith(
+        f"MCP server {silent.label!r} (named 'old-server') finished the handshake but did not "
+        "list its tools within init_timeout=2 s"
+    )
+    unknown = old_server(protocol="legacy", allowed_tools=["nope"])
+    with trio.fail_after(ENTER), pytest.raises(ConfigurationError) as option:
+        async with unknown:
+            pytest.fail("entered")
+    assert str(option.value) == (
+        f"allowed_tools names 'nope', which MCP server {unknown.label!r} (named 'old-server') "
+        "does not have (it has: hello)"
+    )
+    server = old_server(protocol="legacy", timeout=0.5)
+    with trio.fail_after(ENTER):
+        async with server:
+            (hello,) = server.tools
+            assert await hello.execute({}) == "hello"
+    with pytest.raises(MCPToolError) as later:
+        await hello.execute({})
+    assert str(later.value) == (
+        f"MCP server {server.label!r} (named 'old-server') is not available: it was closed: "
+        "the `async with` block that opened it has ended"
+    )
+    assert later.value.server == server.label
+
+
+async def test_an_old_server_that_ignores_server_discover_is_pointed_at_legacy() -> None:
+    # protocol="auto" asks server/discover first; a server that ignores methods it does not
+    # know never answers, and the time runs out before the SDK falls back to initialize.
+    server = old_server(init_timeout=2)
+    with trio.fail_after(ENTER), pytest.raises(MCPInitTimeoutError) as caught:
+        async with server:
+            pytest.fail("entered")
+    message = str(caught.value)
+    assert message.startswith(
+        f"MCP server {server.label!r} did not answer server/discover (the handshake of "
+        'protocol="auto") within init_timeout=2 s: '
+    )
+    assert 'protocol="legacy" skips it' in message
+    with trio.fail_after(ENTER):
+        async with old_server(protocol="legacy", init_timeout=2) as legacy:
+            assert [tool.name for tool in legacy.tools] == ["hello"]
+
+
+async def test_a_slow_call_names_the_server_as_configured(log: Log) -> None:
+    with trio.fail_after(ENTER):
+        async with stdio(log, timeout=0.3) as server:
+            with pytest.raises(MCPTimeoutError) as caught:
+                await by_remote(server)["slow"].execute({"seconds": 30, "tag": "t"})
+    assert str(caught.value) == (
+        f"MCP tool 'slow' of MCP server {server.label!r} (named 'test-server') timed out "
+        "after 0.3 s; the call was cancelled on the server"
+    )
+    assert caught.value.server == server.label
 
 
 async def test_a_url_where_nothing_listens() -> None:

@@ -28,7 +28,8 @@ class MCPToolError(ToolError):
     def __init__(self, message: str, *, server: str, tool: str, code: int | None = None) -> None:
         super().__init__(message)
         self.server = server
-        """The server's name (its ``serverInfo.name``, else its command line or URL)."""
+        """The server as the user configured it: its command line or URL
+        (:attr:`MCPServer.label`; the message adds its ``serverInfo.name`` once known)."""
         self.tool = tool
         """The tool's name on the server."""
         self.code = code

@@ -10,6 +10,12 @@ Because the SDK's task groups live inside the owner task, a transport that fails
 server that disappears) ends the owner task, not the caller's block: the failure is recorded.
 Over HTTP the next call asks the reconnecting task for a new connection, with an owner task of
 its own (see :meth:`MCPServer._reconnect`); a stdio server's later calls are "not available".
+
+How errors (and log lines) name the server, all of them, entering's and the calls': by what the
+user configured, :attr:`MCPServer.label` (the command line or the URL, without credentials or
+query), as ``MCP server 'python notes.py'``; once a handshake told its own name
+(``serverInfo.name``, which may be the same for two servers), it follows when it differs:
+``MCP server 'python notes.py' (named 'notes')``. ``MCPToolError.server`` is the label.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import mcp_types
 import pydantic
 import trio
 from mcp import Client, StdioServerParameters
+from mcp.client import session as _sdk_session
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -81,6 +88,9 @@ _RELISTEN_FIRST: Final = 0.25
 """Seconds before listening for tool list changes again, the first time after a loss."""
 _RELISTEN_MAX: Final = 30.0
 """The longest wait between two attempts to listen again."""
+_DISCOVER_WAIT: Final[float | None] = getattr(_sdk_session, "DISCOVER_TIMEOUT_SECONDS", None)
+"""Seconds the MCP SDK waits for an answer to ``server/discover`` before it sends
+``initialize`` (in protocol ``"auto"``), if this version of it says."""
 _PROBE_TIMEOUT: Final = 5.0
 """Seconds a server's port may take to accept the connection that checks it is up."""
 
@@ -111,6 +121,11 @@ def _say(outcome: tuple[list[str | None], trio.Event] | None, what: str | None) 
     if outcome is not None and not outcome[0]:
         outcome[0].append(what)
         outcome[1].set()
+
+
+def _told_name(client: Client) -> str | None:
+    """The server's name, as its handshake told it (``serverInfo.name``)."""
+    return client.server_info.name if client.server_info else None
 
 
 def _summary(exc: BaseException) -> str:
@@ -215,6 +230,8 @@ class _Stdio:
         line = shlex.join([self.command, *self.args])
         return line if len(line) <= 80 else line[:79] + "…"
 
+    proxy = None
+    """(What :attr:`_HTTP.proxy` is for a URL.)"""
     lost = "the server process ended or closed its output"
     reconnects = False
     """A process that died is not started again (see :class:`MCPServer`)."""
@@ -245,10 +262,23 @@ class _HTTP:
 
     @property
     def label(self) -> str:
-        parts = urlsplit(self.url)  # no credentials, no query string in messages
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{host}{port}{parts.path}"
+        return _shown(self.url)
+
+    @property
+    def proxy(self) -> str | None:
+        """The proxy that requests to the URL go through (as messages show it, with the
+        setting it comes from), or ``None``: they go to the URL's own host."""
+        found = _proxy_for(self.url)
+        if found is None:
+            return None
+        proxy, key = found
+        variable = _PROXY_VARIABLES.get(key, "")
+        source = (
+            variable
+            if variable in os.environ or variable.lower() in os.environ
+            else "the system's proxy settings"
+        )
+        return f"{_shown(str(proxy))} ({source})"
 
     lost = "the HTTP connection ended"
     reconnects = True
@@ -309,23 +339,51 @@ except ImportError:  # private to httpx2: another version may not have them
     _PROXY_RULES = None
 
 
+_PROXY_VARIABLES: Final = {
+    "http://": "HTTP_PROXY",
+    "https://": "HTTPS_PROXY",
+    "all://": "ALL_PROXY",
+}
+"""The environment variable behind each of httpx2's proxy mounts."""
+
+
+def _shown(url: str) -> str:
+    """``url`` as messages show it: without credentials or query string."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a port number (httpx2 refuses it)
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _proxy_for(url: str) -> tuple[httpx2.URL, str] | None:
+    """The proxy an ``httpx2`` client sends requests for ``url`` through, and the key of its
+    mount (``"http://"``, ...), when the environment gives one for it (``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, matched as httpx2 matches them); else (or
+    when httpx2's rules cannot be read) ``None``."""
+    if _PROXY_RULES is None:  # httpx2's own rules (private)
+        return None
+    pattern_of, environment_proxies = _PROXY_RULES
+    try:
+        mounts = [(pattern_of(key), key, proxy) for key, proxy in environment_proxies().items()]
+        target = httpx2.URL(url)
+        for pattern, key, proxy in sorted(mounts, key=lambda mount: mount[0]):  # most specific
+            if pattern.matches(target):
+                return None if proxy is None else (httpx2.URL(proxy), key)
+    except (AttributeError, TypeError, ValueError, httpx2.InvalidURL):
+        return None
+    return None
+
+
 def _connects_to(url: str) -> tuple[str, int]:
     """The host and port an ``httpx2`` client opens its connection to for ``url``: the proxy's
-    when the environment gives one for it (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
-    ``NO_PROXY``, matched as httpx2 matches them), else the URL's own."""
-    target = httpx2.URL(url)
-    mounts = []
-    if _PROXY_RULES is not None:  # httpx2's own rules (private): else the URL's host and port
-        pattern_of, environment_proxies = _PROXY_RULES
-        try:
-            mounts = [(pattern_of(key), proxy) for key, proxy in environment_proxies().items()]
-        except (AttributeError, TypeError, ValueError):
-            mounts = []
-    for pattern, proxy in sorted(mounts, key=lambda mount: mount[0]):  # most specific first
-        if pattern.matches(target):
-            if proxy is not None:
-                target = httpx2.URL(proxy)
-            break
+    when the environment gives one for it (:func:`_proxy_for`), else the URL's own."""
+    found = _proxy_for(url)
+    target = httpx2.URL(url) if found is None else found[0]
     return target.host or "localhost", target.port or (443 if target.scheme == "https" else 80)
 
 
@@ -485,12 +543,53 @@ def _readable(exc: pydantic.ValidationError) -> SessionMessage | Exception:
     return SessionMessage(message)
 
 
+@attrs.define
+class _Handshake:
+    """How far making one connection got, for the message when it fails or times out."""
+
+    discovering: bool = False
+    """A ``server/discover`` was sent (``protocol="auto"``), and no ``initialize`` after it."""
+    client: Client | None = None
+    """The SDK's client, once the handshake is done."""
+
+
+class _NotedWrites:
+    """The transport's write stream, noting in :class:`_Handshake` which handshake request
+    went out last."""
+
+    __slots__ = ("_handshake", "_stream")
+
+    def __init__(self, stream: Any, handshake: _Handshake) -> None:
+        self._stream = stream
+        self._handshake = handshake
+
+    async def send(self, item: Any) -> None:
+        if isinstance(item, SessionMessage) and isinstance(item.message, mcp_types.JSONRPCRequest):
+            if item.message.method == "server/discover":
+                self._handshake.discovering = True
+            elif item.message.method == "initialize":
+                self._handshake.discovering = False
+        await self._stream.send(item)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _NotedWrites:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 @contextlib.asynccontextmanager
 async def _watched(
-    transport: Any, on_end: Any, statuses: dict[Any, str]
+    transport: Any, on_end: Any, statuses: dict[Any, str], handshake: _Handshake
 ) -> AsyncIterator[tuple[Any, Any]]:
     async with transport as (read_stream, write_stream):
-        yield _WatchedStream(read_stream, on_end, statuses), write_stream
+        yield (
+            _WatchedStream(read_stream, on_end, statuses),
+            _NotedWrites(write_stream, handshake),
+        )
 
 
 def _names(value: Collection[str] | None, option: str) -> frozenset[str] | None:
@@ -586,8 +685,9 @@ class MCPServer:
         """Seconds entering may take: start or reach the server, handshake, list its tools."""
         self.protocol: Protocol = protocol
         """``"auto"``: try the 2026-07-28 ``server/discover`` handshake, fall back to
-        ``initialize`` (the SDK's default); ``"legacy"``: ``initialize`` only, for servers that
-        do not answer an unknown method."""
+        ``initialize`` (the SDK's default; it waits 10 s for an answer to ``server/discover``
+        first, and an ``init_timeout`` that runs out meanwhile says so); ``"legacy"``:
+        ``initialize`` only, for servers that do not answer an unknown method."""
         self._entered = False
         self._client: Client | None = None
         self._tools: tuple[MCPTool, ...] | None = None
@@ -734,13 +834,32 @@ class MCPServer:
 
     @property
     def label(self) -> str:
-        """The command line or URL (without credentials or query), as errors name it."""
+        """The command line or URL (without credentials or query), as errors name the server
+        (with :attr:`name` after it once the handshake told it)."""
         return self._target.label
 
     @property
     def name(self) -> str:
         """The server's own name (``serverInfo.name``) once connected, else :attr:`label`."""
         return self._server_name or self.label
+
+    def _describe(self, server_name: str | None) -> str:
+        """How errors and logs name the server: ``MCP server '<label>'``, what the user
+        configured, and then ``(named '<serverInfo.name>')`` when a handshake told it (and
+        it differs)."""
+        label = self.label
+        if server_name and server_name != label:
+            return f"MCP server {label!r} (named {server_name!r})"
+        return f"MCP server {label!r}"
+
+    def _named(self, client: Client) -> str:
+        """:meth:`_describe` with the name ``client``'s handshake told."""
+        return self._describe(_told_name(client))
+
+    @property
+    def _who(self) -> str:
+        """:meth:`_describe` with the name of the latest connection's handshake, if any."""
+        return self._describe(self._server_name)
 
     @property
     def tools(self) -> tuple[MCPTool, ...]:
@@ -755,7 +874,7 @@ class MCPServer:
         """
         if self._tools is None:
             raise RuntimeError(
-                f"MCP server {self.label!r} is not connected: use `async with server:` first"
+                f"{self._describe(None)} is not connected: use `async with server:` first"
             )
         return self._tools
 
@@ -797,9 +916,9 @@ class MCPServer:
                 if isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
                     self._lose(self._target.lost, epoch)  # (later ones connect again)
                 raise MCPConnectionError(
-                    f"listing the tools of MCP server {self.name!r} failed: {_summary(exc)}"
+                    f"listing the tools of {self._named(client)} failed: {_summary(exc)}"
                 ) from exc
-            self._tools = self._build(listed, strict=False)
+            self._tools = self._build(listed, strict=False, who=self._named(client))
             return self._tools
 
     # -- the connection ----------------------------------------------------------------------
@@ -819,7 +938,7 @@ class MCPServer:
         propagates (a stdio process is ended).
         """
         if self._entered:
-            raise RuntimeError(f"MCP server {self.label!r} is already entered")
+            raise RuntimeError(f"{self._who} is already entered")
         self._entered = True
         self._tools = None
         self._fresh()
@@ -896,11 +1015,11 @@ class MCPServer:
                     return
                 why = await self._connect_again(nursery)
                 if why is None:
-                    _log.info("MCP server %r: connected again", self.name)
+                    _log.info("%s: connected again", self._who)
                 else:  # (once per reason: each call that finds it gone tries again)
                     quiet = why == self._again or self._closing.is_set()
                     level = logging.DEBUG if quiet else logging.WARNING
-                    _log.log(level, "MCP server %r: could not connect again: %s", self.name, why)
+                    _log.log(level, "%s: could not connect again: %s", self._who, why)
                 self._again = why
                 attempt, self._attempt = self._attempt, None
                 if attempt is not None:
@@ -928,6 +1047,12 @@ class MCPServer:
         if self._closing.is_set():
             return "the block ended meanwhile"
         if not reachable:
+            proxy = self._target.proxy  # (the connection refused may be the proxy's)
+            if proxy is not None:
+                return (
+                    f"nothing takes connections at the proxy {proxy}, through which requests "
+                    f"to {self.label} go"
+                )
             return f"nothing takes connections at {self.label}"
         outcome: list[str | None] = []
         ready = trio.Event()
@@ -962,7 +1087,7 @@ class MCPServer:
                 reason = _CLOSED
             elif self._again is not None:
                 reason = f"{reason} (connecting again failed: {self._again})"
-        message = f"MCP server {self.name!r} is not available: {reason}"
+        message = f"{self._who} is not available: {reason}"
         if tool is None:
             raise MCPConnectionError(message)
         raise self._error(tool, message)
@@ -995,19 +1120,25 @@ class MCPServer:
 
         if not entering:
             self._ends_with_block(init)
+        handshake = _Handshake()
         try:
             with init, changed_send, changed_receive:
                 async with contextlib.AsyncExitStack() as stack:
-                    client = await self._open(stack, lose)
-                    server_name = client.server_info.name if client.server_info else None
+                    client = await self._open(stack, lose, handshake)
                     async with trio.open_nursery() as watchers:
                         if self._announces_changes(client):
                             await watchers.start(self._listen, client, epoch)
-                        tools = self._build(await self._list(client), strict=entering)
+                        tools = self._build(
+                            await self._list(client), strict=entering, who=self._named(client)
+                        )
                         init.deadline = math.inf
                         if not entering:
                             gone = self._adopt(epoch, changed_send, outcome, init)
-                        self._server_name, self._tools, self._client = server_name, tools, client
+                        self._server_name, self._tools, self._client = (
+                            _told_name(client),
+                            tools,
+                            client,
+                        )
                         watchers.start_soon(self._follow_changes, client, changed_receive)
                         started = True
                         task_status.started()
@@ -1016,7 +1147,7 @@ class MCPServer:
         except Exception as exc:
             if not started:
                 leaf = _leaf(exc)
-                error = self._entering_error(leaf, timed_out=init.cancel_called)
+                error = self._entering_error(leaf, timed_out=init.cancel_called, done=handshake)
                 if outcome is not None:
                     say(str(error))
                     return
@@ -1036,32 +1167,47 @@ class MCPServer:
             say(
                 "the block ended meanwhile"
                 if self._closing.is_set()
-                else self._too_slow
+                else self._too_slow(handshake)
                 if init.cancelled_caught
                 else "it was closed"
             )
         if init.cancelled_caught and not started and entering:
-            raise MCPInitTimeoutError(self._too_slow)
+            raise MCPInitTimeoutError(self._too_slow(handshake))
 
-    @property
-    def _too_slow(self) -> str:
-        return (
-            f"MCP server {self.label!r} did not finish the handshake and list its tools "
-            f"within init_timeout={self.init_timeout:g} s"
-        )
+    def _too_slow(self, handshake: _Handshake) -> str:
+        """Why entering timed out, as far as ``handshake`` got."""
+        within = f"within init_timeout={self.init_timeout:g} s"
+        if handshake.client is not None:
+            return (
+                f"{self._named(handshake.client)} finished the handshake but did not list its "
+                f"tools {within}"
+            )
+        if handshake.discovering:  # (the SDK falls back to initialize only after a while)
+            wait = f"after {_DISCOVER_WAIT:g} s" if _DISCOVER_WAIT is not None else "later"
+            return (
+                f"{self._describe(None)} did not answer server/discover (the handshake of "
+                f'protocol="auto") {within}: a server of the older protocols that ignores '
+                f'methods it does not know never will; protocol="legacy" skips it and sends '
+                f"only initialize (the MCP SDK would fall back to it only {wait})"
+            )
+        return f"{self._describe(None)} did not finish the handshake {within}"
 
-    async def _open(self, stack: contextlib.AsyncExitStack[Any], lose: _Lose) -> Client:
-        """The SDK's client, entered on ``stack``: transport, session, handshake."""
+    async def _open(
+        self, stack: contextlib.AsyncExitStack[Any], lose: _Lose, handshake: _Handshake
+    ) -> Client:
+        """The SDK's client, entered on ``stack``: transport, session, handshake (noted in
+        ``handshake`` as it goes)."""
         statuses: dict[Any, str] = {}
         transport = await self._target.transport(stack, lose, statuses)
         client = Client(
-            _watched(transport, lambda: lose(self._target.lost), statuses),
+            _watched(transport, lambda: lose(self._target.lost), statuses, handshake),
             mode="legacy" if self.protocol == "legacy" else "auto",
             message_handler=self._on_message,
             client_info=_client_info(),
             cache=None,
         )
         await stack.enter_async_context(client)
+        handshake.client = client
         return client
 
     async def _drained(self, gone: trio.Event, epoch: int) -> None:
@@ -1089,34 +1235,34 @@ class MCPServer:
         _say(outcome, None)
         return gone
 
-    def _entering_error(self, leaf: BaseException, *, timed_out: bool) -> Exception:
-        """What entering raises for ``leaf``, the failure underneath the SDK's groups."""
+    def _entering_error(
+        self, leaf: BaseException, *, timed_out: bool, done: _Handshake
+    ) -> Exception:
+        """What entering raises for ``leaf``, the failure underneath the SDK's groups, as far
+        as the handshake was ``done`` (once it was, the tool listing failed)."""
         if isinstance(leaf, TrioInvokeError):  # ours already: as it is
             return leaf
-        label = self.label
         if timed_out:
-            return MCPInitTimeoutError(
-                f"MCP server {label!r} did not finish the handshake and list its tools within "
-                f"init_timeout={self.init_timeout:g} s ({_summary(leaf)})"
-            )
+            return MCPInitTimeoutError(f"{self._too_slow(done)} ({_summary(leaf)})")
+        client = done.client
+        who = self._describe(None) if client is None else self._named(client)
+        step = "during the handshake" if client is None else "while listing its tools"
         if isinstance(self._target, _Stdio) and isinstance(leaf, OSError):
             return MCPConnectionError(
-                f"could not start MCP server {label!r}: {_summary(leaf)} "
-                f"(command {self._target.command!r})"
+                f"could not start {who}: {_summary(leaf)} (command {self._target.command!r})"
             )
         if isinstance(leaf, httpx2.HTTPError):
-            return MCPConnectionError(f"could not reach MCP server {label!r}: {_summary(leaf)}")
+            proxy = self._target.proxy
+            through = f" (through the proxy {proxy})" if proxy is not None else ""
+            return MCPConnectionError(f"could not reach {who}{through}: {_summary(leaf)}")
         if isinstance(leaf, MCPError) and leaf.code == mcp_types.CONNECTION_CLOSED:
             return MCPConnectionError(
-                f"MCP server {label!r} closed the connection during the handshake "
-                f"({self._target.lost}; its stderr may say why)"
+                f"{who} closed the connection {step} ({self._target.lost}; its stderr may say why)"
             )
         if isinstance(leaf, MCPError):
-            return MCPConnectionError(
-                f"MCP server {label!r} refused the handshake: JSON-RPC error {leaf.code}: "
-                f"{leaf.message}"
-            )
-        return MCPConnectionError(f"could not connect to MCP server {label!r}: {_summary(leaf)}")
+            refused = "refused the handshake:" if client is None else "answered tools/list with"
+            return MCPConnectionError(f"{who} {refused} JSON-RPC error {leaf.code}: {leaf.message}")
+        return MCPConnectionError(f"could not connect to {who}: {_summary(leaf)}")
 
     # -- tools and their changes ---------------------------------------------------------------
 
@@ -1144,12 +1290,15 @@ class MCPServer:
                 return tools
             if cursor in seen:
                 raise MCPConnectionError(
-                    f"MCP server {self.name!r} sent the tools/list cursor {cursor!r} twice"
+                    f"{self._named(client)} sent the tools/list cursor {cursor!r} twice"
                 )
             seen.add(cursor)
 
-    def _build(self, listed: list[mcp_types.Tool], *, strict: bool) -> tuple[MCPTool, ...]:
-        """The tools to offer. ``strict`` (on entering): option names must exist."""
+    def _build(
+        self, listed: list[mcp_types.Tool], *, strict: bool, who: str
+    ) -> tuple[MCPTool, ...]:
+        """The tools to offer. ``strict`` (on entering): option names must exist; ``who``:
+        the server, as errors name it (:meth:`_describe`)."""
         on_server = {tool.name for tool in listed}
         for option, names in (
             ("allowed_tools", self.allowed_tools),
@@ -1161,8 +1310,8 @@ class MCPServer:
             if unknown:
                 have = ", ".join(sorted(on_server)) or "none"
                 raise ConfigurationError(
-                    f"{option} names {', '.join(map(repr, unknown))}, which MCP server "
-                    f"{self.name!r} does not have (it has: {have})"
+                    f"{option} names {', '.join(map(repr, unknown))}, which {who} does not "
+                    f"have (it has: {have})"
                 )
         if self.allowed_tools is not None:
             listed = [tool for tool in listed if tool.name in self.allowed_tools]
@@ -1230,9 +1379,7 @@ class MCPServer:
                             task_status.started()
                         else:
                             self._tools_changed()  # what changed while no stream was open
-                            _log.info(
-                                "MCP server %r: listening for tool list changes again", self.name
-                            )
+                            _log.info("%s: listening for tool list changes again", self._who)
                         async for _ in subscription:
                             self._tools_changed()
                     why = "the server closed it"
@@ -1243,15 +1390,15 @@ class MCPServer:
             if self._is_lost(epoch):
                 return  # calls say it is gone; nothing to follow
             if not listens:
-                _log.debug("MCP server %r: no connection yet; trying in %g s", self.name, delay)
+                _log.debug("%s: no connection yet; trying in %g s", self._who, delay)
             else:
                 if opened is not None and trio.current_time() - opened >= _RELISTEN_MAX:
                     delay = _RELISTEN_FIRST
                 level = logging.WARNING if first or opened is not None else logging.DEBUG
                 _log.log(
                     level,
-                    "MCP server %r: no tool list changes for now (%s); listening again in %g s",
-                    self.name,
+                    "%s: no tool list changes for now (%s); listening again in %g s",
+                    self._who,
                     why,
                     delay,
                 )
@@ -1277,16 +1424,14 @@ class MCPServer:
         async for _ in changes:
             try:
                 listed = await self._list(client)
-                self._tools = self._build(listed, strict=False)
+                self._tools = self._build(listed, strict=False, who=self._named(client))
             except Exception as exc:  # the previous list stays
-                _log.warning(
-                    "MCP server %r: keeping its previous tools: %s", self.name, _summary(exc)
-                )
+                _log.warning("%s: keeping its previous tools: %s", self._who, _summary(exc))
 
     # -- one call ------------------------------------------------------------------------------
 
     def _error(self, tool: MCPTool, message: str, code: int | None = None) -> MCPToolError:
-        return MCPToolError(message, server=self.name, tool=tool.remote_name, code=code)
+        return MCPToolError(message, server=self.label, tool=tool.remote_name, code=code)
 
     def _failure(self, tool: MCPTool, exc: MCPError, epoch: int) -> MCPToolError:
         """The error result of a call over connection ``epoch`` that got ``exc``."""
@@ -1302,24 +1447,21 @@ class MCPServer:
             self._lose(reason, epoch)
             return self._error(
                 tool,
-                f"the connection to MCP server {self.name!r} ended while the call was "
-                f"running: {reason}",
+                f"the connection to {self._who} ended while the call was running: {reason}",
                 exc.code,
             )
         if exc.code == mcp_types.PARSE_ERROR and exc.message.startswith(_UNREADABLE):
             return self._error(
                 tool,
-                f"MCP server {self.name!r} sent an answer for {tool.remote_name!r} that "
+                f"{self._who} sent an answer for {tool.remote_name!r} that "
                 f"could not be read: {exc.message.removeprefix(_UNREADABLE)}",
                 exc.code,
             )
         if epoch in self._ended:  # the server refused the call: not run
-            return self._error(
-                tool, f"MCP server {self.name!r} is not available: {_SESSION_ENDED}", exc.code
-            )
+            return self._error(tool, f"{self._who} is not available: {_SESSION_ENDED}", exc.code)
         return self._error(
             tool,
-            f"MCP server {self.name!r} answered with JSON-RPC error {exc.code}: {exc.message}",
+            f"{self._who} answered with JSON-RPC error {exc.code}: {exc.message}",
             exc.code,
         )
 
@@ -1352,7 +1494,7 @@ class MCPServer:
                 except Exception as exc:  # a result the SDK could not parse or validate, ...
                     raise self._error(
                         tool,
-                        f"MCP server {self.name!r} sent a result for {tool.remote_name!r} that "
+                        f"{self._who} sent a result for {tool.remote_name!r} that "
                         f"could not be used: {_summary(exc)}",
                     ) from exc
                 finally:
@@ -1366,16 +1508,16 @@ class MCPServer:
             assert timeout is not None
             if not sent:
                 raise MCPTimeoutError(
-                    f"MCP tool {tool.remote_name!r} on server {self.name!r} timed out after "
+                    f"MCP tool {tool.remote_name!r} of {self._who} timed out after "
                     f"{timeout:g} s while connecting again to the server ({self._lost}); the "
                     "call was not sent",
-                    server=self.name,
+                    server=self.label,
                     tool=tool.remote_name,
                 )
             raise MCPTimeoutError(
-                f"MCP tool {tool.remote_name!r} on server {self.name!r} timed out after "
+                f"MCP tool {tool.remote_name!r} of {self._who} timed out after "
                 f"{timeout:g} s; the call was cancelled on the server",
-                server=self.name,
+                server=self.label,
                 tool=tool.remote_name,
             )
         converted = convert(result)
