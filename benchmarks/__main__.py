@@ -227,7 +227,13 @@ def run(
         "skipped": skipped,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    # Written beside it, then renamed over it: a Ctrl-C while writing leaves the file as it was.
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
     print(f"\nresults written to {path}")
 
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout'
 
 from benchmarks import _http, _workloads
 from benchmarks.__main__ import load_client
-from benchmarks._harness import Row, Settings, duplicate_measures, format_table
+from benchmarks._harness import Row, Settings, duplicate_measures, format_table, machine_info
 from benchmarks._workloads import Context
 
 pytest.importorskip("httpx2")
@@ -384,3 +384,29 @@ async def test_a_ctrl_c_during_a_collection_the_http_samples_time_is_not_lost() 
         )
     assert done.stdout.decode() == "interrupted\n", done.stderr.decode()
     assert done.stderr == b""
+
+
+@pytest.mark.parametrize("where", ["write_text", "replace"])
+def test_a_ctrl_c_while_the_results_are_written_leaves_the_last_file_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    from benchmarks import __main__ as cli
+
+    path = tmp_path / "latest.json"
+    ctx = Context(Settings(repeat=1, min_sample=0.001, quick=True))
+    info = machine_info()
+    cli.run(ctx, [], info=info, timings={}, path=path, argv=[])
+    before = path.read_text(encoding="utf-8")
+    original = getattr(Path, where)
+
+    def interrupted(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if where == "write_text":
+            original(self, "{", encoding="utf-8")  # half of it is out
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, where, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cli.run(ctx, [], info={**info, "machine": "another"}, timings={}, path=path, argv=[])
+    monkeypatch.undo()
+    assert path.read_text(encoding="utf-8") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.json"]
