@@ -1770,7 +1770,9 @@ async def test_only_the_sdks_stand_in_for_a_noted_request_gets_its_status() -> N
 
 
 async def wait_for_tool(server: MCPServer, remote: str, present: bool = True) -> None:
-    with trio.fail_after(10):
+    # (30 s: on a loaded 2-core machine a restarted server's process takes seconds to listen,
+    # and listening again backs off meanwhile; a run that works takes well under one)
+    with trio.fail_after(30):
         while (remote in by_remote(server)) != present:  # noqa: ASYNC110 -- another process
             await trio.sleep(0.02)
 
