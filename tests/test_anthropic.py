@@ -24,6 +24,7 @@ from anthropic_streams import (
     TEXT,
     THINKING,
     UNKNOWN,
+    WEB_CITATION,
     WEB_RESULT,
     WEB_SEARCH,
     WEB_USE,
@@ -977,7 +978,7 @@ async def test_a_web_search_turn_streams_its_text_and_goes_back_whole(server: SS
                 {"type": "text", "text": "I'll look that up."},
                 search,
                 WEB_RESULT,
-                {"type": "text", "text": "It is sunny."},
+                {"type": "text", "text": "It is sunny.", "citations": [WEB_CITATION]},
                 {
                     "type": "tool_use",
                     "id": "toolu_01Time",
@@ -997,6 +998,9 @@ async def test_a_web_search_turn_streams_its_text_and_goes_back_whole(server: SS
     assert [entry["block"] for entry in assistant.provider_data["server_blocks"]] == [
         search,
         WEB_RESULT,
+    ]
+    assert assistant.provider_data["text_citations"] == [
+        {"text_at": 18, "length": 12, "citations": [WEB_CITATION]}
     ]
     again = ChatMessage.from_dict(json.loads(json.dumps(assistant.to_dict())))
     assert again == assistant
