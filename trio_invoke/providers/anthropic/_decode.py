@@ -70,6 +70,7 @@ from ..._updates import (
 from .._sse import ServerSentEvent
 
 __all__ = [
+    "CONTAINER",
     "SERVER_BLOCKS",
     "STOP_REASONS",
     "TEXT_CITATIONS",
@@ -102,6 +103,10 @@ TEXT_CITATIONS: Final = "text_citations"
 some (web search's ``web_search_result_location``, with its ``encrypted_index``, which the API
 wants back): ``{"text_at": chars, "length": chars, "citations": [...]}``, where the block's text
 is in the message's. The text goes back there as a block of its own, with them."""
+CONTAINER: Final = "container"
+"""The ``provider_data`` field that holds the code execution container the response ran in
+(``[{"id": ..., "expires_at": ...}]``, as ``message_start`` or ``message_delta`` said): a
+request that answers calls code execution made (programmatic tool calling) must name it."""
 TOOL_CALLERS: Final = "tool_callers"
 """The ``provider_data`` field that holds the ``caller`` of each ``tool_use`` block that had one
 (``{"type": "direct"}``, or the code execution run of programmatic tool calling):
@@ -284,8 +289,7 @@ class AnthropicDecoder:
         if kind == "content_block_stop":
             return self._block_stop(data)
         if kind == "message_delta":
-            self._message_delta(data)
-            return []
+            return self._message_delta(data)
         if kind == "message_stop":
             return self._stop()
         return []  # ping, and whatever event type Anthropic adds
@@ -313,7 +317,19 @@ class AnthropicDecoder:
         usage = message.get("usage") if isinstance(message, dict) else None
         if isinstance(usage, dict):
             self._count(usage)
-        return []
+        return self._container(message.get("container") if isinstance(message, dict) else None)
+
+    @staticmethod
+    def _container(container: object) -> list[AgentResponseUpdate]:
+        """The code execution container's piece (``CONTAINER``), if the event named one."""
+        if not (isinstance(container, dict) and isinstance(container.get("id"), str)):
+            return []
+        try:
+            return [ProviderDataDelta(CONTAINER, CONTAINER, update=container)]
+        except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
+            raise ModelResponseError(
+                f"the server sent a container that is not JSON ({exc})"
+            ) from exc
 
     def _count(self, usage: Mapping[str, Any]) -> None:
         """Take the counts ``usage`` has (``message_delta``'s are cumulative and may repeat
@@ -587,9 +603,11 @@ class AnthropicDecoder:
         )
         return self._kept(block, piece)
 
-    def _message_delta(self, data: Mapping[str, Any]) -> None:
+    def _message_delta(self, data: Mapping[str, Any]) -> list[AgentResponseUpdate]:
         delta = data.get("delta")
+        updates: list[AgentResponseUpdate] = []
         if isinstance(delta, dict):
+            updates = self._container(delta.get("container"))
             reason = delta.get("stop_reason")
             if isinstance(reason, str) and reason:
                 self.stop_reason = reason
@@ -599,6 +617,7 @@ class AnthropicDecoder:
         usage = data.get("usage")
         if isinstance(usage, dict):
             self._count(usage)
+        return updates
 
     def _stop(self) -> list[AgentResponseUpdate]:
         self.finished = True

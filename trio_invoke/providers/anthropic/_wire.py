@@ -50,6 +50,7 @@ from ..._messages import _LOOP_ERROR, ChatMessage, MessageRole
 from ..._tools import ToolDefinition
 from ..._validate import parse_arguments
 from ._decode import (
+    CONTAINER,
     SERVER_BLOCKS,
     TEXT_CITATIONS,
     THINKING_BLOCKS,
@@ -57,7 +58,7 @@ from ._decode import (
     TOOL_CALLERS,
 )
 
-__all__ = ["wire_conversation", "wire_tool_choice", "wire_tools"]
+__all__ = ["pending_container", "wire_conversation", "wire_tool_choice", "wire_tools"]
 
 _THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
 
@@ -306,6 +307,29 @@ def _server_blocks(message: ChatMessage, thinking: int) -> list[_Kept]:
         )
         for n, entry in enumerate(entries)
     ]
+
+
+def pending_container(messages: Sequence[ChatMessage]) -> str | None:
+    """The id of the code execution container whose code waits for the conversation's last
+    tool results: the latest assistant message's (``CONTAINER``), if it made a call from code
+    execution (programmatic tool calling: a ``caller`` that is not ``direct``) and only tool
+    messages came after it. The API refuses the results without it."""
+    for message in reversed(messages):
+        if message.role is MessageRole.TOOL:
+            continue
+        if message.role is not MessageRole.ASSISTANT or not message.tool_calls:
+            return None
+        ids = {call.id for call in message.tool_calls}
+        callers = _callers(message)
+        if not any(caller.get("type") != "direct" for n, caller in callers.items() if n in ids):
+            return None
+        containers = message.provider_data.get(CONTAINER)
+        if isinstance(containers, list | tuple) and containers:
+            last = containers[-1]
+            if isinstance(last, Mapping) and isinstance(last.get("id"), str) and last["id"]:
+                return str(last["id"])
+        return None
+    return None
 
 
 def _places(message: ChatMessage, kept: int) -> dict[int, tuple[int, bool, int | None]]:
