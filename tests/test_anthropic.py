@@ -24,6 +24,7 @@ from anthropic_streams import (
     TEXT,
     THINKING,
     UNKNOWN,
+    WEB_CITATION,
     WEB_RESULT,
     WEB_SEARCH,
     WEB_USE,
@@ -977,7 +978,7 @@ async def test_a_web_search_turn_streams_its_text_and_goes_back_whole(server: SS
                 {"type": "text", "text": "I'll look that up."},
                 search,
                 WEB_RESULT,
-                {"type": "text", "text": "It is sunny."},
+                {"type": "text", "text": "It is sunny.", "citations": [WEB_CITATION]},
                 {
                     "type": "tool_use",
                     "id": "toolu_01Time",
@@ -997,6 +998,9 @@ async def test_a_web_search_turn_streams_its_text_and_goes_back_whole(server: SS
     assert [entry["block"] for entry in assistant.provider_data["server_blocks"]] == [
         search,
         WEB_RESULT,
+    ]
+    assert assistant.provider_data["text_citations"] == [
+        {"text_at": 18, "length": 12, "citations": [WEB_CITATION]}
     ]
     again = ChatMessage.from_dict(json.loads(json.dumps(assistant.to_dict())))
     assert again == assistant
@@ -1288,3 +1292,73 @@ async def test_a_copy_shares_your_http_client_and_pickling_one_is_a_type_error(
             TypeError, match=r"cannot pickle this AnthropicChatClient: its http_client is yours"
         ):
             pickle.dumps(model)
+
+
+CODE = {"type": "code_execution_20260120", "name": "code_execution"}
+
+
+@tool
+def query_database(sql: str) -> str:
+    """Run a SQL query."""
+    return '[{"revenue": 45000}]'
+
+
+def programmatic_round(container: str | None, caller: dict[str, Any]) -> bytes:
+    """A response whose code called a function tool (programmatic tool calling), in the
+    container the message_delta names."""
+    code = {"type": "server_tool_use", "id": "srvtoolu_code", "name": "code_execution"}
+    call = {"type": "tool_use", "id": "toolu_q", "name": "query_database", "input": {}}
+    delta: dict[str, Any] = {"stop_reason": "tool_use", "stop_sequence": None}
+    if container is not None:
+        delta["container"] = {"id": container, "expires_at": "2026-01-20T14:30:00Z"}
+    return (
+        message_start(50)
+        + text_block(0, "I'll query it.")
+        + event("content_block_start", index=1, content_block=code | {"input": {"code": "q()"}})
+        + event("content_block_stop", index=1)
+        + event("content_block_start", index=2, content_block=call | {"caller": caller})
+        + event(
+            "content_block_delta",
+            index=2,
+            delta={"type": "input_json_delta", "partial_json": '{"sql": "SELECT 1"}'},
+        )
+        + event("content_block_stop", index=2)
+        + event("message_delta", delta=delta, usage={"output_tokens": 30})
+        + event("message_stop")
+    )
+
+
+@pytest.mark.parametrize(
+    ("caller", "container", "sent"),
+    [
+        ({"type": "code_execution_20260120", "tool_id": "srvtoolu_code"}, "cont_1", "cont_1"),
+        # A direct call does not need the container; no container named: none sent.
+        ({"type": "direct"}, "cont_1", None),
+        ({"type": "code_execution_20260120", "tool_id": "srvtoolu_code"}, None, None),
+    ],
+)
+async def test_a_programmatic_calls_result_goes_back_with_its_caller_and_container(
+    server: SSEServer, caller: dict[str, Any], container: str | None, sent: str | None
+) -> None:
+    # The API pauses the code for the call's result, and takes the result only with the call
+    # as it came (its caller) and the container the code runs in.
+    done = message_start(90) + text_block(0, "C1 leads.") + message_end("end_turn", 5)
+    server.add(Reply([programmatic_round(container, caller)]), Reply([done]))
+    agent = FunctionInvokingChatClient(client_for(server, server_tools=[CODE]), [query_database])
+    with trio.fail_after(20):
+        response = await agent.get_response(USER)
+    assert response.text.endswith("C1 leads.")
+    first, second = (r.json for r in server.requests)
+    assert "container" not in first
+    assert second.get("container") == sent
+    call = second["messages"][1]["content"][-1]
+    assert call == {
+        "type": "tool_use",
+        "id": "toolu_q",
+        "name": "query_database",
+        "input": {"sql": "SELECT 1"},
+        "caller": caller,
+    }
+    # A later question, after the answer, names no container: no code waits.
+    later = [*USER, *response.messages, ChatMessage.user("And C2?")]
+    assert "container" not in client_for(server).request_body(later)

@@ -961,7 +961,7 @@ def test_a_continued_responses_thinking_is_placed_after_what_the_paused_one_kept
     message = message_of([*first, *rest])
     assert message is not None
     assert message.provider_data["thinking_places"] == [
-        {"block": 1, "after_calls": 0, "after_text": True}
+        {"block": 1, "after_calls": 0, "after_text": True, "text_at": 10}
     ]
     _, wire = wire_conversation([ChatMessage.user("?"), message])
     assert [b["type"] for b in wire[1]["content"]] == ["thinking", "text", "thinking"]

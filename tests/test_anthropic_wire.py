@@ -424,10 +424,97 @@ def server_pair(index: int, n: int) -> bytes:
     )
 
 
+CITATION = {
+    "type": "web_search_result_location",
+    "cited_text": "Claude Elwood Shannon (April 30, 1916 - February 24, 2001) was...",
+    "url": "https://en.wikipedia.org/wiki/Claude_Shannon",
+    "title": "Claude Shannon - Wikipedia",
+    "encrypted_index": "Eo8BCioIAhgBIiQyYjQ0OWJmZi1lNm==",
+}
+
+
+def cited_block(index: int, *pieces: str, citations: int = 1) -> bytes:
+    """A text block that cites a search result, as the API streams one (each citation in a
+    ``citations_delta`` before the text)."""
+    out = event("content_block_start", index=index, content_block={"type": "text", "text": ""})
+    for n in range(citations):
+        citation = {**CITATION, "encrypted_index": f"{CITATION['encrypted_index']}{n}"}
+        out += event(
+            "content_block_delta",
+            index=index,
+            delta={"type": "citations_delta", "citation": citation},
+        )
+    for piece in pieces:
+        delta = {"type": "text_delta", "text": piece}
+        out += event("content_block_delta", index=index, delta=delta)
+    return out + event("content_block_stop", index=index)
+
+
+def programmatic_call(index: int, call_id: str, code_id: str) -> bytes:
+    """A ``tool_use`` block that code execution made (programmatic tool calling)."""
+    block = {
+        "type": "tool_use",
+        "id": call_id,
+        "name": "query_database",
+        "input": {},
+        "caller": {"type": "code_execution_20260120", "tool_id": code_id},
+    }
+    delta = {"type": "input_json_delta", "partial_json": '{"sql": "SELECT 1"}'}
+    return (
+        event("content_block_start", index=index, content_block=block)
+        + event("content_block_delta", index=index, delta=delta)
+        + event("content_block_stop", index=index)
+    )
+
+
+CODE_USE = {"type": "server_tool_use", "id": "srvtoolu_code", "name": "code_execution", "input": {}}
+
+
 @pytest.mark.parametrize(
     "blocks",
     [
         pytest.param(lambda: WEB_SEARCH, id="recorded shape: text, search, text, call"),
+        pytest.param(
+            lambda: (
+                text_block(0, "Looking. ")
+                + server_pair(1, 1)
+                + thinking_block(3, "a")
+                + text_block(4, "Sunny.")
+            ),
+            id="thinking after a search's result, before text",
+        ),
+        pytest.param(
+            lambda: (
+                text_block(0, "Looking. ")
+                + thinking_block(1, "a")
+                + text_block(2, "Still looking. ")
+                + server_pair(3, 1)
+                + text_block(5, "Sunny.")
+            ),
+            id="thinking between two texts, then a search",
+        ),
+        pytest.param(
+            lambda: (
+                server_pair(0, 1)
+                + text_block(2, "Based on the search results, ")
+                + cited_block(3, "Claude Shannon was born ", "on April 30, 1916", citations=2)
+                + text_block(4, ". He was a mathematician")
+                + cited_block(5, "🧮 and engineer.")
+                + server_pair(6, 2)
+                + cited_block(8, "é😀")
+            ),
+            id="cited text blocks between plain ones (non-BMP text too)",
+        ),
+        pytest.param(
+            lambda: (
+                text_block(0, "I'll query it.")
+                + event("content_block_start", index=1, content_block=CODE_USE)
+                + event("content_block_stop", index=1)
+                + programmatic_call(2, "toolu_1", "srvtoolu_code")
+                + programmatic_call(3, "toolu_2", "srvtoolu_code")
+            ),
+            id="programmatic calls with their caller",
+        ),
         pytest.param(
             lambda: (
                 thinking_block(0, "a")
@@ -461,8 +548,8 @@ def server_pair(index: int, n: int) -> bytes:
     ],
 )
 def test_server_blocks_go_back_where_they_came(blocks: Any) -> None:
-    # What the next request sends for the turn is its content as the API returned it (a
-    # text block's citations aside: they are not kept).
+    # What the next request sends for the turn is its content as the API returned it, a
+    # text block's citations with it (their encrypted_index must go back).
     decoder = AnthropicDecoder()
     stream = blocks()
     if stream is not WEB_SEARCH:
@@ -470,8 +557,7 @@ def test_server_blocks_go_back_where_they_came(blocks: Any) -> None:
     message = message_of(decode([stream], decoder))
     assert message is not None
     _, messages = wire_conversation([ChatMessage.user("?"), message])
-    expected = [{k: v for k, v in b.items() if k != "citations"} for b in decoder.blocks]
-    assert messages[1]["content"] == expected
+    assert messages[1]["content"] == decoder.blocks
     # And so after a round trip through JSON.
     again = ChatMessage.from_dict(json.loads(json.dumps(message.to_dict())))
     assert wire_conversation([ChatMessage.user("?"), again])[1] == messages
@@ -506,6 +592,62 @@ def test_a_server_blocks_place_in_the_text(content: Any, entry: Any, order: list
     _, messages = wire_conversation([message])
     expected = [SERVER_USE if b == "S" else {"type": "text", "text": b} for b in order]
     assert messages[0]["content"] == expected
+
+
+@pytest.mark.parametrize(
+    ("entries", "pieces"),
+    [
+        ([{"text_at": 6, "length": 2, "citations": [CITATION]}], ["Found ", "it", "."]),
+        # Left out: not an entry, past the text's end, no citations, overlapping one before.
+        ("cited", ["Found it."]),
+        (["x", {"text_at": "6", "length": 3, "citations": [CITATION]}], ["Found it."]),
+        ([{"text_at": 6, "length": 30, "citations": [CITATION]}], ["Found it."]),
+        ([{"text_at": 6, "length": 3, "citations": []}], ["Found it."]),
+        ([{"text_at": 6, "length": 3, "citations": "x"}], ["Found it."]),
+        ([{"text_at": -1, "length": 3, "citations": [CITATION]}], ["Found it."]),
+        (
+            [
+                {"text_at": 0, "length": 5, "citations": [CITATION]},
+                {"text_at": 3, "length": 4, "citations": [CITATION]},
+            ],
+            ["Found", " it."],
+        ),
+    ],
+)
+def test_text_citations_edited_by_hand(entries: Any, pieces: list[str]) -> None:
+    message = ChatMessage(
+        MessageRole.ASSISTANT, "Found it.", provider_data={"text_citations": entries}
+    )
+    _, messages = wire_conversation([message])
+    assert [b["text"] for b in messages[0]["content"]] == pieces
+    cited = [b for b in messages[0]["content"] if "citations" in b]
+    assert all(b["citations"] == [CITATION] for b in cited)
+    assert len(cited) == (1 if len(pieces) > 1 else 0)
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        "callers",
+        ["x"],
+        [{"id": "toolu_1"}],
+        [{"id": 1, "caller": {"type": "direct"}}],
+        [{"id": "toolu_1", "caller": "direct"}],
+        [{"id": "toolu_1", "caller": {"tool_id": "srvtoolu_1"}}],
+        [{"id": "toolu_other", "caller": {"type": "direct"}}],
+    ],
+)
+def test_tool_callers_that_are_not_entries_are_left_out(entries: Any) -> None:
+    message = ChatMessage(
+        MessageRole.ASSISTANT,
+        "",
+        tool_calls=[ToolCall("toolu_1", "f", "{}")],
+        provider_data={"tool_callers": entries},
+    )
+    _, messages = wire_conversation([message])
+    assert messages[0]["content"] == [
+        {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+    ]
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ from ..._once import entered_once
 from ..._options import RunOptions
 from ..._updates import AgentResponseUpdate, Finish
 from ._decode import AnthropicDecoder, error_description
-from ._wire import wire_conversation, wire_tool_choice, wire_tools
+from ._wire import pending_container, wire_conversation, wire_tool_choice, wire_tools
 
 try:
     import httpx2
@@ -394,6 +394,9 @@ class AnthropicChatClient(Pooled):
             choice = wire_tool_choice(options.tool_choice, options.parallel_tool_calls)
             if choice is not None:
                 body["tool_choice"] = choice
+        container = pending_container(messages)
+        if container is not None:
+            body["container"] = container
         body["stream"] = True
         body.update(self.model_options)
         body.update(_checked_options(options.model_options))

@@ -39,7 +39,10 @@ block's ``compaction_delta`` brings its ``content`` (the summary) whole; other d
 block are skipped. Only a ``tool_use`` block is a call of the loop's. Each such block, once
 whole, is also one ``ProviderDataDelta`` of the field ``server_blocks`` (``SERVER_BLOCKS``:
 the block and where it came), so that the assistant message carries it back in the later
-requests of the tool loop.
+requests of the tool loop. A ``text`` block's ``citations_delta`` pieces make its ``citations``,
+which go out as one ``ProviderDataDelta`` of the field ``text_citations`` when the block ends,
+and a ``tool_use`` block's ``caller`` (programmatic tool calling) one of ``tool_callers``: they
+go back too.
 """
 
 from __future__ import annotations
@@ -67,10 +70,13 @@ from ..._updates import (
 from .._sse import ServerSentEvent
 
 __all__ = [
+    "CONTAINER",
     "SERVER_BLOCKS",
     "STOP_REASONS",
+    "TEXT_CITATIONS",
     "THINKING_BLOCKS",
     "THINKING_PLACES",
+    "TOOL_CALLERS",
     "AnthropicDecoder",
     "error_description",
     "error_message",
@@ -80,9 +86,10 @@ THINKING_BLOCKS: Final = "thinking_blocks"
 """The ``provider_data`` field of an assistant message that holds its thinking blocks."""
 THINKING_PLACES: Final = "thinking_places"
 """The ``provider_data`` field that says where a thinking block came that did not come before
-the text and the calls: ``{"block": n, "after_calls": calls, "after_text": bool}``, ``n`` its
-place in ``thinking_blocks``, ``calls`` how many ``tool_use`` blocks came before it (interleaved
-thinking). A block with no entry came first."""
+the text and the calls: ``{"block": n, "after_calls": calls, "after_text": bool, "text_at":
+chars}``, ``n`` its place in ``thinking_blocks``, ``calls`` how many ``tool_use`` blocks came
+before it (interleaved thinking), ``chars`` how many characters of the turn's text. A block with
+no entry came first."""
 SERVER_BLOCKS: Final = "server_blocks"
 """The ``provider_data`` field of an assistant message that holds the response's blocks of the
 API's own doing -- a server tool's use and its result (``server_tool_use``,
@@ -91,6 +98,19 @@ decoder does not model -- each whole, as the API returned it, with where it came
 ``{"block": {...}, "after_calls": calls, "text_at": chars, "after_thinking": thoughts}``, how
 many ``tool_use`` blocks, characters of the turn's text and kept thinking blocks came before it.
 They go back there in later requests, as the API's content of the turn."""
+TEXT_CITATIONS: Final = "text_citations"
+"""The ``provider_data`` field that holds the ``citations`` of the turn's text blocks that had
+some (web search's ``web_search_result_location``, with its ``encrypted_index``, which the API
+wants back): ``{"text_at": chars, "length": chars, "citations": [...]}``, where the block's text
+is in the message's. The text goes back there as a block of its own, with them."""
+CONTAINER: Final = "container"
+"""The ``provider_data`` field that holds the code execution container the response ran in
+(``[{"id": ..., "expires_at": ...}]``, as ``message_start`` or ``message_delta`` said): a
+request that answers calls code execution made (programmatic tool calling) must name it."""
+TOOL_CALLERS: Final = "tool_callers"
+"""The ``provider_data`` field that holds the ``caller`` of each ``tool_use`` block that had one
+(``{"type": "direct"}``, or the code execution run of programmatic tool calling):
+``{"id": call_id, "caller": {...}}``; it goes back on the call's ``tool_use`` block."""
 STOP_REASONS: Final = {
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,
@@ -137,6 +157,8 @@ class _Block:
     when the block is complete."""
     place: tuple[int, bool] = (0, False)
     """For a thinking block: how many calls, and whether text, came before it."""
+    text_at: int = 0
+    """How many characters of the turn's text came before the block."""
     server: dict[str, Any] | None = None
     """For a block the decoder does not model: the key and place of its ``SERVER_BLOCKS``
     piece, which goes out when the block is whole."""
@@ -267,8 +289,7 @@ class AnthropicDecoder:
         if kind == "content_block_stop":
             return self._block_stop(data)
         if kind == "message_delta":
-            self._message_delta(data)
-            return []
+            return self._message_delta(data)
         if kind == "message_stop":
             return self._stop()
         return []  # ping, and whatever event type Anthropic adds
@@ -296,7 +317,19 @@ class AnthropicDecoder:
         usage = message.get("usage") if isinstance(message, dict) else None
         if isinstance(usage, dict):
             self._count(usage)
-        return []
+        return self._container(message.get("container") if isinstance(message, dict) else None)
+
+    @staticmethod
+    def _container(container: object) -> list[AgentResponseUpdate]:
+        """The code execution container's piece (``CONTAINER``), if the event named one."""
+        if not (isinstance(container, dict) and isinstance(container.get("id"), str)):
+            return []
+        try:
+            return [ProviderDataDelta(CONTAINER, CONTAINER, update=container)]
+        except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
+            raise ModelResponseError(
+                f"the server sent a container that is not JSON ({exc})"
+            ) from exc
 
     def _count(self, usage: Mapping[str, Any]) -> None:
         """Take the counts ``usage`` has (``message_delta``'s are cumulative and may repeat
@@ -344,7 +377,7 @@ class AnthropicDecoder:
             )
         kind: str = content["type"]
         self.working = kind == "thinking" or kind.endswith("tool_use")
-        block = _Block(kind, dict(content))
+        block = _Block(kind, dict(content), text_at=self.text_length)
         self._blocks[index] = block
         self._order.append(block)
         if kind == "text":
@@ -393,7 +426,19 @@ class AnthropicDecoder:
             raise ModelResponseError(f"the server sent tool_use id {call_id!r} twice")
         block.call_id = call_id
         self._calls += 1
-        return [ToolCallStart(call_id, name)]
+        start = ToolCallStart(call_id, name)
+        caller = content.get("caller")
+        if not isinstance(caller, dict):
+            return [start]
+        try:  # programmatic tool calling: the call goes back with its caller
+            piece = ProviderDataDelta(
+                TOOL_CALLERS, self._key(index), update={"id": call_id, "caller": caller}
+            )
+        except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
+            raise ModelResponseError(
+                f"the server sent a tool_use block ({call_id}) whose caller is not JSON ({exc})"
+            ) from exc
+        return [start, piece]
 
     def _open(self, data: Mapping[str, Any], event: str) -> _Block:
         index = self._index(data, event)
@@ -487,6 +532,8 @@ class AnthropicDecoder:
             return self._thinking(block, stopped=stopped)
         if block.server is not None:
             return self._server(block) if stopped else []
+        if block.kind == "text":
+            return self._citations(block)
         if block.call_id is None:
             return []
         updates: list[AgentResponseUpdate] = []
@@ -511,13 +558,32 @@ class AnthropicDecoder:
                 f"the server sent a {block.kind} block that is not JSON ({exc})"
             ) from exc
 
+    def _citations(self, block: _Block) -> list[AgentResponseUpdate]:
+        """A text block's ``citations``, if it had some and text (``TEXT_CITATIONS``)."""
+        citations, text = block.raw.get("citations"), block.raw.get("text")
+        if not (isinstance(citations, list) and citations and isinstance(text, str) and text):
+            return []
+        where = {"text_at": block.text_at, "length": len(text), "citations": citations}
+        index = next(n for n, started in self._blocks.items() if started is block)
+        try:
+            return [ProviderDataDelta(TEXT_CITATIONS, self._key(index), update=where)]
+        except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
+            raise ModelResponseError(
+                f"the server sent citations that are not JSON ({exc})"
+            ) from exc
+
     def _kept(self, block: _Block, piece: ProviderDataDelta) -> list[AgentResponseUpdate]:
         """A thinking block's piece, and where it came if not first (``THINKING_PLACES``)."""
         position, self.kept = self.kept, self.kept + 1
         calls, texted = block.place
         if not (calls or texted):
             return [piece]
-        place = {"block": position, "after_calls": calls, "after_text": texted}
+        place = {
+            "block": position,
+            "after_calls": calls,
+            "after_text": texted,
+            "text_at": block.text_at,
+        }
         return [piece, ProviderDataDelta(THINKING_PLACES, piece.key, update=place)]
 
     def _thinking(self, block: _Block, *, stopped: bool) -> list[AgentResponseUpdate]:
@@ -537,9 +603,11 @@ class AnthropicDecoder:
         )
         return self._kept(block, piece)
 
-    def _message_delta(self, data: Mapping[str, Any]) -> None:
+    def _message_delta(self, data: Mapping[str, Any]) -> list[AgentResponseUpdate]:
         delta = data.get("delta")
+        updates: list[AgentResponseUpdate] = []
         if isinstance(delta, dict):
+            updates = self._container(delta.get("container"))
             reason = delta.get("stop_reason")
             if isinstance(reason, str) and reason:
                 self.stop_reason = reason
@@ -549,6 +617,7 @@ class AnthropicDecoder:
         usage = data.get("usage")
         if isinstance(usage, dict):
             self._count(usage)
+        return updates
 
     def _stop(self) -> list[AgentResponseUpdate]:
         self.finished = True

@@ -14,7 +14,9 @@ takes it.
   interleaved thinking, ``provider_data["thinking_places"]`` -- goes back there: the API
   refuses the blocks of the latest assistant message moved), and so does each block of the
   API's own doing (``provider_data["server_blocks"]``: a server tool's use and result, ...,
-  with its place, the text cut there), the arguments as the ``input``
+  with its place, the text cut there; a cited text block's text goes as a block of its own
+  with its ``citations``, ``provider_data["text_citations"]``, and a call with its ``caller``,
+  ``provider_data["tool_callers"]``), the arguments as the ``input``
   object (arguments that are not a JSON object, ``NaN`` or ``Infinity`` in them included, go
   as ``{}``: the call's result tells the model what was wrong). Reasoning without thinking
   blocks (from another provider) is not sent: the API takes only signed thinking.
@@ -35,9 +37,10 @@ takes it.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import attrs
 
@@ -46,9 +49,16 @@ from ..._exceptions import ArgumentsError, ConfigurationError
 from ..._messages import _LOOP_ERROR, ChatMessage, MessageRole
 from ..._tools import ToolDefinition
 from ..._validate import parse_arguments
-from ._decode import SERVER_BLOCKS, THINKING_BLOCKS, THINKING_PLACES
+from ._decode import (
+    CONTAINER,
+    SERVER_BLOCKS,
+    TEXT_CITATIONS,
+    THINKING_BLOCKS,
+    THINKING_PLACES,
+    TOOL_CALLERS,
+)
 
-__all__ = ["wire_conversation", "wire_tool_choice", "wire_tools"]
+__all__ = ["pending_container", "wire_conversation", "wire_tool_choice", "wire_tools"]
 
 _THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
 
@@ -125,8 +135,15 @@ class _Kept:
 
 def _assistant(message: ChatMessage) -> list[dict[str, Any]]:
     thinking = _thinking(message)
+    callers = _callers(message)
     calls = [
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+        {
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": _input(call.arguments),
+            **({"caller": callers[call.id]} if call.id in callers else {}),
+        }
         for call in message.tool_calls or ()
     ]
     # Each thinking block and server block goes where it came (see _places and
@@ -134,9 +151,9 @@ def _assistant(message: ChatMessage) -> list[dict[str, Any]]:
     # it; in the order they came.
     places = _places(message, len(thinking))
     kept = [
-        _Kept((n, 1, 0), calls_before, None if texted else 0, block)
+        _Kept((n, 1, 0), calls_before, text_at if texted else 0, block)
         for n, block in enumerate(thinking)
-        for calls_before, texted in [places.get(n, (0, False))]
+        for calls_before, texted, text_at in [places.get(n, (0, False, None))]
     ]
     kept += _server_blocks(message, len(thinking))
     kept.sort(key=lambda item: item.order)
@@ -162,26 +179,94 @@ def _around_text(message: ChatMessage, kept: list[_Kept]) -> list[dict[str, Any]
         following = min(max(at, 0), end)
         places.append(following)
     places.reverse()
+    spans = _citations(message, end) if text is not None else []
     blocks: list[dict[str, Any]] = []
     cut = 0
     for item, place in zip(kept, places, strict=True):
         at = max(place, cut)  # (places out of order: one edited by hand)
         if at > cut:
-            blocks += _text_between(message, text, cut, at)
+            blocks += _text_between(message, text, cut, at, spans)
             cut = at
         blocks.append(item.block)
     if cut < end:
-        blocks += _text_between(message, text, cut, end)
+        blocks += _text_between(message, text, cut, end, spans)
     return blocks
 
 
 def _text_between(
-    message: ChatMessage, text: str | None, start: int, stop: int
+    message: ChatMessage,
+    text: str | None,
+    start: int,
+    stop: int,
+    spans: list[tuple[int, int, list[Any]]],
 ) -> list[dict[str, Any]]:
+    """The text from ``start`` to ``stop``, cut where a cited text block began and ended,
+    each cited piece with its ``citations``."""
     if text is None:
         return _blocks(message.parts)
-    piece = text[start:stop]
-    return [{"type": "text", "text": piece}] if piece else []
+    cuts = sorted({start, stop, *(at for span in spans for at in span[:2] if start < at < stop)})
+    blocks: list[dict[str, Any]] = []
+    for begin, finish in itertools.pairwise(cuts):
+        block: dict[str, Any] = {"type": "text", "text": text[begin:finish]}
+        for span_start, span_stop, citations in spans:
+            if span_start <= begin and finish <= span_stop:
+                block["citations"] = json_copy(citations, TEXT_CITATIONS)
+                break
+        blocks.append(block)
+    return blocks
+
+
+def _citations(message: ChatMessage, end: int) -> list[tuple[int, int, list[Any]]]:
+    """Where the message's cited text blocks are in its text (``TEXT_CITATIONS``), each
+    ``(start, stop, citations)``, in order; an entry that is not one, or that overlaps one
+    before it, is left out (its text goes back without them)."""
+    entries = message.provider_data.get(TEXT_CITATIONS)
+    if not isinstance(entries, list | tuple):
+        return []
+    spans: list[tuple[int, int, list[Any]]] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        at, length, citations = entry.get("text_at"), entry.get("length"), entry.get("citations")
+        if (
+            _count(at)
+            and _count(length)
+            and isinstance(citations, list | tuple)
+            and citations
+            and at + length <= end
+            and length
+        ):
+            spans.append((at, at + length, list(citations)))
+    spans.sort(key=lambda span: span[:2])
+    kept: list[tuple[int, int, list[Any]]] = []
+    for span in spans:
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    return kept
+
+
+def _count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _callers(message: ChatMessage) -> dict[str, Any]:
+    """The ``caller`` of each call that had one (``TOOL_CALLERS``), by call id; an entry that
+    is not one is left out."""
+    entries = message.provider_data.get(TOOL_CALLERS)
+    if not isinstance(entries, list | tuple):
+        return {}
+    callers: dict[str, Any] = {}
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        call_id, caller = entry.get("id"), entry.get("caller")
+        if (
+            isinstance(call_id, str)
+            and isinstance(caller, Mapping)
+            and isinstance(caller.get("type"), str)
+        ):
+            callers[call_id] = json_copy(caller, TOOL_CALLERS)
+    return callers
 
 
 def _server_blocks(message: ChatMessage, thinking: int) -> list[_Kept]:
@@ -224,13 +309,38 @@ def _server_blocks(message: ChatMessage, thinking: int) -> list[_Kept]:
     ]
 
 
-def _places(message: ChatMessage, kept: int) -> dict[int, tuple[int, bool]]:
+def pending_container(messages: Sequence[ChatMessage]) -> str | None:
+    """The id of the code execution container whose code waits for the conversation's last
+    tool results: the latest assistant message's (``CONTAINER``), if it made a call from code
+    execution (programmatic tool calling: a ``caller`` that is not ``direct``) and only tool
+    messages came after it. The API refuses the results without it."""
+    for message in reversed(messages):
+        if message.role is MessageRole.TOOL:
+            continue
+        if message.role is not MessageRole.ASSISTANT or not message.tool_calls:
+            return None
+        ids = {call.id for call in message.tool_calls}
+        callers = _callers(message)
+        if not any(caller.get("type") != "direct" for n, caller in callers.items() if n in ids):
+            return None
+        containers = message.provider_data.get(CONTAINER)
+        if isinstance(containers, list | tuple) and containers:
+            last = containers[-1]
+            if isinstance(last, Mapping) and isinstance(last.get("id"), str) and last["id"]:
+                return str(last["id"])
+        return None
+    return None
+
+
+def _places(message: ChatMessage, kept: int) -> dict[int, tuple[int, bool, int | None]]:
     """Where the thinking blocks that did not come first came (``THINKING_PLACES``), by their
-    place in ``thinking_blocks``; an entry that is not one is left out."""
+    place in ``thinking_blocks``: calls before, text before, and how many characters of it
+    (``None``: not known, an entry from before it was kept); an entry that is not one is left
+    out."""
     places = message.provider_data.get(THINKING_PLACES)
     if not isinstance(places, list | tuple):
         return {}
-    out: dict[int, tuple[int, bool]] = {}
+    out: dict[int, tuple[int, bool, int | None]] = {}
     for place in places:
         if not isinstance(place, Mapping):
             continue
@@ -245,7 +355,8 @@ def _places(message: ChatMessage, kept: int) -> dict[int, tuple[int, bool]]:
             and calls >= 0
             and (calls, texted) != (0, False)
         ):
-            out[n] = (calls, texted)
+            text_at = place.get("text_at")
+            out[n] = (calls, texted, text_at if _count(text_at) else None)
     return out
 
 
