@@ -4,9 +4,7 @@ request, errors and retries, cancellation, ``pause_turn``, and whole tool loops 
 
 from __future__ import annotations
 
-import copy
 import json
-import pickle
 import sys
 from typing import Any
 from unittest.mock import ANY
@@ -1241,57 +1239,6 @@ async def test_telemetry_names_the_provider_and_the_model(server: SSEServer) -> 
     assert chat.attributes is not None
     assert chat.attributes["gen_ai.provider.name"] == "anthropic"
     assert chat.attributes["gen_ai.usage.input_tokens"] == 2310
-
-
-# -- copies --------------------------------------------------------------------------------------
-
-
-def copied(how: str, client: Any) -> Any:
-    if how == "pickle":
-        return pickle.loads(pickle.dumps(client))
-    return getattr(copy, how)(client)
-
-
-@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
-async def test_a_copy_has_the_same_settings_and_a_connection_pool_of_its_own(
-    server: SSEServer, how: str
-) -> None:
-    # The client owns its pool: a copy (copy.copy, copy.deepcopy, pickle) is a new client
-    # built with the same settings, not open, whatever the original's pool does later.
-    server.add(Reply([TEXT]), Reply([TEXT]))
-    options = {"temperature": 0, "stop": ["END"]}
-    settings = {"api_key": "sk-copied", "model_options": options, "headers": {"X-Team": "a"}}
-    with trio.fail_after(10):
-        async with client_for(server, max_retries=5, **settings) as model:
-            twin = copied(how, model)
-        assert type(twin) is AnthropicChatClient
-        assert twin is not model
-        for name in ("model", "base_url", "url", "timeout", "max_retries", "retry_backoff",
-                     "max_tokens", "provider_name", "model_options"):  # fmt: skip
-            assert getattr(twin, name) == getattr(model, name), name
-        assert twin._headers == model._headers  # the key and the extra header included
-        assert (twin.model_options["stop"] is model.model_options["stop"]) is (how == "copy")
-        async with twin:  # the original's pool closed; the copy opens its own
-            assert await stream_updates(twin) == decode([TEXT])
-        assert await stream_updates(twin) == decode([TEXT])
-    twin.max_retries = 1
-    assert model.max_retries == 5
-
-
-async def test_a_copy_shares_your_http_client_and_pickling_one_is_a_type_error(
-    server: SSEServer,
-) -> None:
-    server.add(Reply([TEXT]))
-    async with httpx2.AsyncClient() as http:
-        model = client_for(server, http_client=http)
-        for twin in (copy.copy(model), copy.deepcopy(model)):
-            assert twin._http_client is http
-        assert await stream_updates(copy.deepcopy(model)) == decode([TEXT])
-        assert not http.is_closed
-        with pytest.raises(
-            TypeError, match=r"cannot pickle this AnthropicChatClient: its http_client is yours"
-        ):
-            pickle.dumps(model)
 
 
 CODE = {"type": "code_execution_20260120", "name": "code_execution"}

@@ -5,9 +5,11 @@ policy, the progress deadline on a streamed body, httpx2 on Trio. Real HTTP over
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
+import pickle
 import re
 from typing import Any
 
@@ -850,3 +852,79 @@ async def test_leaving_at_the_finish_still_reuses_the_connection(
                             break
     assert server.connections == 1
     no_resource_warnings()
+
+
+# -- copies: the same settings, a connection pool of their own --------------------------------
+
+ANTHROPIC_WHOLE_TEXT = ANTHROPIC_TEXT + (
+    b'event: content_block_stop\ndata: {"type": "content_block_stop", "index": 0}\n\n'
+    b'event: message_delta\ndata: {"type": "message_delta", "delta": {"stop_reason": '
+    b'"end_turn"}, "usage": {"output_tokens": 1}}\n\n'
+    b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
+)
+
+
+def text_reply(client: str) -> Reply:
+    if client == "openai":
+        return Reply([delta("a"), delta(None, "stop"), data("[DONE]")])
+    return Reply([ANTHROPIC_WHOLE_TEXT])
+
+
+def root(server: SSEServer, client: str) -> str:
+    """The ``base_url`` of ``client`` for ``server``."""
+    return server.url if client == "openai" else server.root
+
+
+def copied(how: str, client: Any) -> Any:
+    if how == "pickle":
+        return pickle.loads(pickle.dumps(client))
+    return getattr(copy, how)(client)
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+async def test_a_copy_has_the_same_settings_and_a_connection_pool_of_its_own(
+    server: SSEServer, client: str, how: str
+) -> None:
+    # The client owns its pool: a copy (copy.copy, copy.deepcopy, pickle) is a new client
+    # built with the same settings, not open, whatever the original's pool does later.
+    server.add(text_reply(client), text_reply(client), text_reply(client))
+    options = {"temperature": 0, "stop": ["END"]}
+    settings = {"api_key": "sk-copied", "model_options": options, "headers": {"X-Team": "a"}}
+    model = build(client, base_url=root(server, client), max_retries=5, **settings)
+    with trio.fail_after(10):
+        async with model:
+            expected = await stream_updates(model)
+            twin = copied(how, model)
+        assert type(twin) is type(model)
+        assert twin is not model
+        names = ["model", "base_url", "url", "timeout", "max_retries", "retry_backoff"]
+        names += ["provider_name", "model_options"]
+        names += ["family"] if client == "openai" else ["max_tokens"]
+        for name in names:
+            assert getattr(twin, name) == getattr(model, name), name
+        assert twin._headers == model._headers  # the key and the extra header included
+        assert (twin.model_options["stop"] is model.model_options["stop"]) is (how == "copy")
+        async with twin:  # the original's pool closed; the copy opens its own
+            assert await stream_updates(twin) == expected
+        assert await stream_updates(twin) == expected
+    twin.max_retries = 1
+    assert model.max_retries == 5
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+async def test_a_copy_shares_your_http_client_and_pickling_one_is_a_type_error(
+    server: SSEServer, client: str
+) -> None:
+    server.add(text_reply(client))
+    async with httpx2.AsyncClient() as http:
+        model = build(client, base_url=root(server, client), http_client=http)
+        for twin in (copy.copy(model), copy.deepcopy(model)):
+            assert twin._http_client is http
+        assert (await stream_updates(copy.deepcopy(model)))[0] == TextDelta("a")
+        assert not http.is_closed
+        name = type(model).__name__
+        with pytest.raises(
+            TypeError, match=rf"cannot pickle this {name}: its http_client is yours"
+        ):
+            pickle.dumps(model)

@@ -3,7 +3,6 @@ transcripts in the shapes OpenAI, Ollama and vLLM send, cut into pieces at awkwa
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 import pickle
@@ -847,54 +846,6 @@ async def test_your_own_http_client_is_used_and_left_open(server: SSEServer) -> 
         assert await stream_updates(model) == OPENAI_TEXT_UPDATES
         assert not http.is_closed
     assert server.connections == 1
-
-
-def copied(how: str, client: Any) -> Any:
-    if how == "pickle":
-        return pickle.loads(pickle.dumps(client))
-    return getattr(copy, how)(client)
-
-
-@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
-async def test_a_copy_has_the_same_settings_and_a_connection_pool_of_its_own(
-    server: SSEServer, how: str
-) -> None:
-    # The client owns its pool: a copy (copy.copy, copy.deepcopy, pickle) is a new client
-    # built with the same settings, not open, whatever the original's pool does later.
-    server.add(Reply([OPENAI_TEXT]), Reply([OPENAI_TEXT]))
-    options = {"temperature": 0, "stop": ["END"]}
-    settings = {"api_key": "sk-copied", "model_options": options, "headers": {"X-Team": "a"}}
-    with trio.fail_after(10):
-        async with client_for(server, max_retries=5, **settings) as model:
-            twin = copied(how, model)
-        assert type(twin) is OpenAIChatClient
-        assert twin is not model
-        for name in ("model", "base_url", "url", "timeout", "max_retries", "retry_backoff",
-                     "family", "provider_name", "model_options"):  # fmt: skip
-            assert getattr(twin, name) == getattr(model, name), name
-        assert twin._headers == model._headers  # the key and the extra header included
-        assert (twin.model_options["stop"] is model.model_options["stop"]) is (how == "copy")
-        async with twin:  # the original's pool closed; the copy opens its own
-            assert await stream_updates(twin) == OPENAI_TEXT_UPDATES
-        assert await stream_updates(twin) == OPENAI_TEXT_UPDATES
-    twin.max_retries = 1
-    assert model.max_retries == 5
-
-
-async def test_a_copy_shares_your_http_client_and_pickling_one_is_a_type_error(
-    server: SSEServer,
-) -> None:
-    server.add(Reply([OPENAI_TEXT]))
-    async with httpx2.AsyncClient() as http:
-        model = client_for(server, http_client=http)
-        for twin in (copy.copy(model), copy.deepcopy(model)):
-            assert twin._http_client is http
-        assert await stream_updates(copy.deepcopy(model)) == OPENAI_TEXT_UPDATES
-        assert not http.is_closed
-        with pytest.raises(
-            TypeError, match=r"cannot pickle this OpenAIChatClient: its http_client is yours"
-        ):
-            pickle.dumps(model)
 
 
 async def test_a_closed_http_client_is_a_connection_error(server: SSEServer) -> None:
