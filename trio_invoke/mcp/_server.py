@@ -1279,8 +1279,10 @@ class MCPServer:
             through = f" (through the proxy {proxy})" if proxy is not None else ""
             return MCPConnectionError(f"could not reach {who}{through}: {_summary(leaf)}")
         if isinstance(leaf, MCPError) and leaf.code == mcp_types.CONNECTION_CLOSED:
+            # (a process's stderr goes where the user's does; an HTTP server has none here)
+            why = "; its stderr may say why" if isinstance(self._target, _Stdio) else ""
             return MCPConnectionError(
-                f"{who} closed the connection {step} ({self._target.lost}; its stderr may say why)"
+                f"{who} closed the connection {step} ({self._target.lost}{why})"
             )
         if isinstance(leaf, MCPError):
             refused = "refused the handshake:" if client is None else "answered tools/list with"
