@@ -209,6 +209,36 @@ def test_provider_data_merges_per_field_and_key_in_first_seen_order() -> None:
     }
 
 
+def test_a_calls_provider_data_is_its_starts_with_its_ends_set_over_it() -> None:
+    # A provider that sends some of a call's keys on a later piece (Gemini's thought signature)
+    # has them on the call's ToolCallEnd, the start having gone out already.
+    accumulator = ToolCallAccumulator()
+    accumulator.add(
+        ToolCallStart("c1", "f", provider_data={"extra_content": {"a": 1}, "function": {"x": 1}})
+    )
+    accumulator.add(ToolCallArgs("c1", "{}"))
+    late = {"extra_content": {"google": {"thought_signature": "s"}}, "function": {"x": 2}}
+    done = accumulator.add(ToolCallEnd("c1", provider_data=late))
+    assert done == ToolCall(
+        "c1",
+        "f",
+        "{}",
+        provider_data={
+            "extra_content": {"a": 1, "google": {"thought_signature": "s"}},
+            "function": {"x": 2},
+        },
+    )
+    accumulator.add(ToolCallStart("c2", "g"))
+    done = accumulator.add(ToolCallEnd("c2", provider_data={"k": [1]}))
+    assert done == ToolCall("c2", "g", "{}", provider_data={"k": [1]})
+    assert repr(ToolCallEnd("c2", provider_data={"k": [1]})) == (
+        "ToolCallEnd(id='c2', provider_data={'k': [1]})"
+    )
+    assert repr(ToolCallEnd("c2")) == "ToolCallEnd(id='c2')"
+    with pytest.raises(ValueError, match=r"ToolCallEnd.provider_data may not set 'id'"):
+        ToolCallEnd("c3", provider_data={"id": "other"})
+
+
 def test_provider_data_under_a_modelled_name_is_refused() -> None:
     accumulator = ToolCallAccumulator()
     accumulator.add(ProviderDataDelta("content", "0", update={"x": 1}))

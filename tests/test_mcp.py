@@ -2227,6 +2227,39 @@ async def test_a_process_that_is_not_an_mcp_server(code: str, match: str) -> Non
         async with MCPServer.stdio(sys.executable, ["-c", code]):
             pytest.fail("entered")
     assert sys.executable in str(caught.value)
+    assert "(the server process ended or closed its output; its stderr may say why)" in str(
+        caught.value
+    )
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_http_server_that_ends_its_stream_during_the_handshake(
+    nursery: trio.Nursery, protocol: str
+) -> None:
+    # It answers the handshake's POST with an event stream and ends it with no event: the
+    # connection closed during the handshake, and there is no stderr of its own to look at.
+    async def answer_with_nothing(stream: trio.SocketStream) -> None:
+        async with stream:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                piece = await stream.receive_some()
+                if not piece:
+                    return
+                request += piece
+            await stream.send_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+            )
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    nursery.start_soon(trio.serve_listeners, answer_with_nothing, listeners)
+    url = f"http://127.0.0.1:{port}/mcp"
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as caught:
+        async with MCPServer.http(url, protocol=protocol):
+            pytest.fail("entered")
+    assert str(caught.value) == (
+        f"MCP server {url!r} closed the connection during the handshake (the HTTP connection ended)"
+    )
 
 
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])

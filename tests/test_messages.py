@@ -25,6 +25,7 @@ from trio_invoke import (
     TextPart,
     ToolApprovalRequest,
     ToolCall,
+    ToolCallEnd,
     ToolCallStart,
     Usage,
 )
@@ -567,6 +568,7 @@ def _every_kind_of_value() -> list[object]:
         ToolApprovalRequest(call),
         ProviderDataDelta("reasoning_details", "k", update={"a": 1}, extend={"text": "t"}),
         ToolCallStart("c1", "f", provider_data={"extra_content": {"k": [1, None]}}),
+        ToolCallEnd("c1", provider_data={"extra_content": {"k": [1, None]}}),
         # A ScriptedChatClient's calls hold one: ``copy.deepcopy(model.calls)``.
         RunOptions(),
         RunOptions(model_options={"temperature": 0.2}, tool_choice="required", approval="batch"),

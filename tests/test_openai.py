@@ -1273,6 +1273,89 @@ async def test_without_its_reasoning_deepseek_refuses_round_two(nursery: trio.Nu
     assert_transcript_valid(stream.messages)
 
 
+def gemini_like(request: Request) -> Reply | None:
+    """What Gemini 3 does through its OpenAI-compatible API: HTTP 400 for an assistant tool call
+    that comes back without the thought signature its response gave it."""
+    for message in request.json["messages"]:
+        for call in message.get("tool_calls") or ():
+            signature = call.get("extra_content", {}).get("google", {}).get("thought_signature")
+            if signature != f"sig-{call['id']}":
+                return Reply.error(
+                    400,
+                    [
+                        {
+                            "error": {
+                                "code": 400,
+                                "message": "Function call is missing a thought_signature in "
+                                f"functionCall parts. function call `{call['function']['name']}`",
+                                "status": "INVALID_ARGUMENT",
+                            }
+                        }
+                    ],
+                )
+    return None
+
+
+def gemini_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    """A chunk as Gemini's OpenAI-compatible API sends it (no ``index`` on a tool call)."""
+    return {
+        "choices": [{"delta": {"role": "assistant", **delta}, "finish_reason": finish, "index": 0}],
+        "created": 1761900000,
+        "id": "vF0Kab2mN4",
+        "model": "gemini-3-flash-preview",
+        "object": "chat.completion.chunk",
+    }
+
+
+GEMINI_ROUND_1 = sse(  # each call whole, its signature on a trailing piece with no index
+    gemini_chunk(
+        {
+            "tool_calls": [
+                {
+                    "function": {"arguments": '{"city":"Paris"}', "name": "get_weather"},
+                    "id": "function-call-1",
+                    "type": "function",
+                }
+            ]
+        }
+    ),
+    gemini_chunk(
+        {
+            "tool_calls": [
+                {"extra_content": {"google": {"thought_signature": "sig-function-call-1"}}}
+            ]
+        }
+    ),
+    gemini_chunk({}, "stop"),
+    "[DONE]",
+)
+GEMINI_ROUND_2 = sse(
+    gemini_chunk({"content": "Sunny in Paris."}), gemini_chunk({}, "stop"), "[DONE]"
+)
+
+
+async def test_a_two_round_loop_sends_back_geminis_late_thought_signature(
+    nursery: trio.Nursery,
+) -> None:
+    server = SSEServer(check=gemini_like)
+    await nursery.start(server.serve)
+    server.add(Reply(cut(GEMINI_ROUND_1, 11)), Reply([GEMINI_ROUND_2]))
+    agent = FunctionInvokingChatClient(client_for(server), [get_weather])
+    with trio.fail_after(20):
+        async with agent.run(USER) as stream:
+            updates = [update async for update in stream]
+    signed = {"extra_content": {"google": {"thought_signature": "sig-function-call-1"}}}
+    assert ToolCallStart("function-call-1", "get_weather") in updates
+    assert ToolCallEnd("function-call-1", provider_data=signed) in updates
+    assert updates[-1] == Finish(FinishReason.STOP)
+    [sent_call] = server.requests[1].json["messages"][1]["tool_calls"]
+    assert sent_call["extra_content"] == signed["extra_content"]
+    assert stream.messages[0].tool_calls is not None
+    assert stream.messages[0].tool_calls[0].provider_data == signed
+    assert stream.messages[-1] == ChatMessage.assistant("Sunny in Paris.")
+    assert_transcript_valid(stream.messages)
+
+
 async def test_get_response_exposes_the_reasoning(nursery: trio.Nursery) -> None:
     server = SSEServer(check=deepseek_like)
     await nursery.start(server.serve)

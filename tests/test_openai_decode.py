@@ -902,6 +902,135 @@ def test_geminis_thought_signature_on_a_tool_call_stays_on_the_call_and_goes_bac
     assert ChatMessage.from_dict(json.loads(json.dumps(message.to_dict()))) == message
 
 
+# Gemini's OpenAI-compatible stream sends each call whole in one piece with no index (recorded
+# in noho/dayu-agent#45 and THU-MAIC/OpenMAIC#1556), and is reported (HKUDS/OpenHarness#338,
+# open-webui/computer#224) to send a call's extra_content on a trailing piece of its own, with
+# no index: the latest call's, as any unnumbered, unnamed piece is.
+SIGNED_LATE = sse(
+    chunk(
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "function": {"arguments": '{"city":"Paris"}', "name": "get_weather"},
+                    "id": "function-call-1",
+                    "type": "function",
+                }
+            ],
+        },
+        model="gemini-3-flash-preview",
+    ),
+    chunk({"tool_calls": [{"extra_content": {"google": {"thought_signature": "CiQB0e2K=="}}}]}),
+    chunk(
+        {
+            "tool_calls": [
+                {
+                    "function": {"arguments": '{"zone":"Europe/Paris"}', "name": "get_time"},
+                    "id": "function-call-2",
+                    "type": "function",
+                }
+            ]
+        }
+    ),
+    chunk(
+        {
+            "tool_calls": [
+                {
+                    "id": "function-call-2",
+                    "type": "function",
+                    "function": {},
+                    "extra_content": {"google": {"thought_signature": "CiQB7f3L=="}},
+                }
+            ]
+        }
+    ),
+    chunk({}, "stop"),
+    "[DONE]",
+)
+
+
+def test_a_calls_keys_on_a_later_piece_reach_the_call_on_its_end() -> None:
+    updates = decode(cuts(SIGNED_LATE, range(0, len(SIGNED_LATE), 37)))
+    first = {"extra_content": {"google": {"thought_signature": "CiQB0e2K=="}}}
+    second = {"extra_content": {"google": {"thought_signature": "CiQB7f3L=="}}}
+    assert [u for u in updates if not isinstance(u, Finish)] == [
+        ToolCallStart("function-call-1", "get_weather"),
+        ToolCallArgs("function-call-1", '{"city":"Paris"}'),
+        ToolCallStart("function-call-2", "get_time"),
+        ToolCallArgs("function-call-2", '{"zone":"Europe/Paris"}'),
+        ToolCallEnd("function-call-1", provider_data=first),
+        ToolCallEnd("function-call-2", provider_data=second),
+    ]
+    message = message_of(updates)
+    assert message is not None
+    assert [call.provider_data for call in message.tool_calls or ()] == [first, second]
+    [sent] = wire_messages([message], provider_family("https://generativelanguage.googleapis.com"))
+    assert [call["extra_content"] for call in sent["tool_calls"]] == [
+        first["extra_content"],
+        second["extra_content"],
+    ]
+
+
+def test_later_pieces_add_to_a_calls_keys_and_repeating_them_changes_nothing() -> None:
+    signed = {"google": {"thought_signature": "sig"}}
+    raw = sse(
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "c1",
+                        "extra_content": signed,
+                        "function": {"name": "f", "arguments": "{", "strict": True},
+                    }
+                ]
+            }
+        ),
+        # A server that repeats the call's keys on every piece: nothing new, nothing on the end.
+        chunk(
+            {"tool_calls": [{"index": 0, "extra_content": signed, "function": {"arguments": "}"}}]}
+        ),
+        chunk({"tool_calls": [{"index": 1, "id": "c2", "function": {"name": "g"}}]}),
+        chunk({"tool_calls": [{"index": 1, "extra_content": {"google": {"n": 1}}}]}),
+        chunk({"tool_calls": [{"index": 1, "extra_content": {"vertex": {"n": 2}}}]}),
+        chunk({"tool_calls": [{"index": 1, "function": {"strict": False}}]}, "tool_calls"),
+    )
+    updates = decode([raw])
+    ends = [u for u in updates if isinstance(u, ToolCallEnd)]
+    assert [dict(end.provider_data) for end in ends] == [
+        {},
+        {"extra_content": {"google": {"n": 1}, "vertex": {"n": 2}}, "function": {"strict": False}},
+    ]
+    message = message_of(updates)
+    assert message is not None
+    first, second = message.tool_calls or ()
+    assert first.provider_data == {"extra_content": signed, "function": {"strict": True}}
+    assert first.arguments == "{}"
+    assert second.provider_data == {
+        "extra_content": {"google": {"n": 1}, "vertex": {"n": 2}},
+        "function": {"strict": False},
+    }
+
+
+def test_a_calls_new_keys_after_it_ended_are_a_response_error() -> None:
+    raw = sse(
+        chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f"}}]}, "tool_calls"),
+        chunk({"tool_calls": [{"index": 0, "extra_content": {"google": {"s": "x"}}}]}),
+    )
+    with pytest.raises(ModelResponseError, match="'extra_content' for tool call 'c1' after it"):
+        decode([raw])
+    # What the call already has, repeated after its end, is no news.
+    raw = sse(
+        chunk(
+            {"tool_calls": [{"index": 0, "id": "c1", "x": 1, "function": {"name": "f"}}]},
+            "tool_calls",
+        ),
+        chunk({"tool_calls": [{"index": 0, "x": 1}]}),
+    )
+    [call] = (message_of(decode([raw])) or ChatMessage.user("")).tool_calls or ()
+    assert call.provider_data == {"x": 1}
+
+
 def test_a_functions_own_other_keys_stay_on_the_call_and_go_back_inside_its_function() -> None:
     # Keys of a call's function beyond name and arguments are kept as the call's own other
     # keys are (under provider_data["function"]), and go back inside the function.

@@ -1,7 +1,8 @@
 """Folding a streamed response into its assistant message (sans-IO: no Trio here).
 
 Models stream a tool call as ``ToolCallStart(id, name)``, any number of ``ToolCallArgs(id, piece)``
-and ``ToolCallEnd(id)``; several calls may be open at once, their pieces interleaved. The
+and ``ToolCallEnd(id)``; several calls may be open at once, their pieces interleaved. A call's
+provider data is its start's, with what its end carries set over it. The
 accumulator keys everything by call id and refuses updates that contradict each other instead of
 guessing: a piece for an id that never started is a :class:`StreamProtocolError`, not a merge.
 
@@ -18,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from ._content import json_copy
+from ._content import json_copy, merged
 from ._exceptions import StreamProtocolError
 from ._messages import REASONING_FIELDS, ChatMessage, MessageRole, ToolCall
 from ._updates import (
@@ -158,6 +159,8 @@ class ToolCallAccumulator:
         if open_call is None:
             raise StreamProtocolError(self._not_open(_call_id(update), "ToolCallEnd"))
         name, pieces, data = open_call
+        if update.provider_data:  # the call's keys that came after its start
+            data = merged(data, update.provider_data)
         # As AccumulatedToolCall.to_tool_call: empty arguments stand for ``{}``.
         done = self._done[call_id] = ToolCall(
             call_id, name, "".join(pieces) or "{}", provider_data=data

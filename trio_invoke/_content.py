@@ -121,6 +121,20 @@ def json_object(value: Mapping[str, Any] | None, where: str) -> Mapping[str, Any
     return MappingProxyType(copied)
 
 
+def merged(base: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``more``'s keys set over it (a new dict; neither is changed): where both
+    hold an object under a key, the two objects are merged the same way, key by key; any
+    other value of ``more`` replaces ``base``'s. For data that arrives in pieces."""
+    result = dict(base)
+    for key, value in more.items():
+        before = result.get(key)
+        if isinstance(before, Mapping) and isinstance(value, Mapping):
+            result[key] = merged(before, value)
+        else:
+            result[key] = value
+    return result
+
+
 def without_nulls(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """``value`` without its top-level ``None`` values: in ``provider_data`` a ``None`` is
     absent, as on the wire ``null`` is (``to_dict`` would write it, ``from_dict`` drop it)."""

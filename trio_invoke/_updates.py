@@ -119,6 +119,12 @@ def _call_values(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return data
 
 
+def _late_call_values(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    data = json_object(value, "ToolCallEnd.provider_data")
+    check_call_keys(data, "ToolCallEnd.provider_data")
+    return data
+
+
 @attrs.frozen(repr=False)
 class ToolCallStart:
     """The model starts a tool call. Call order is the order of these within a response."""
@@ -152,12 +158,26 @@ class ToolCallArgs:
     """The piece of JSON text; the call's arguments are its pieces joined."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ToolCallEnd:
     """A started call's arguments are complete."""
 
     id: str
     """The id of the call that ended."""
+    provider_data: Mapping[str, Any] = attrs.field(
+        default=EMPTY, kw_only=True, converter=_late_call_values, hash=False
+    )
+    """Keys of the call (as in :attr:`ToolCallStart.provider_data`) that arrived after its
+    start, when the provider sends some in a later piece of the call: the finished
+    ``ToolCall.provider_data`` is the start's with these set over it (objects merged key by
+    key). Empty for nearly every call."""
+
+    def __repr__(self) -> str:
+        extra = f", provider_data={dict(self.provider_data)!r}" if self.provider_data else ""
+        return f"ToolCallEnd(id={self.id!r}{extra})"
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return reduce_value(self)
 
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")

@@ -1107,17 +1107,13 @@ class MCPServer:
         one, else why it could not be made (the connection it would replace stays lost), and
         its event is set then.
         """
-        say = functools.partial(_say, outcome)
-
         changed_send, changed_receive = trio.open_memory_channel[None](1)
         entering = outcome is None
         self._changed = changed_send  # (what changes meanwhile is listed once it is current)
         started = False
         gone = self._gone
         init = trio.CancelScope(deadline=trio.current_time() + self.init_timeout)
-
         lose = functools.partial(self._lose, epoch=epoch)
-
         if not entering:
             self._ends_with_block(init)
         handshake = _Handshake()
@@ -1134,11 +1130,7 @@ class MCPServer:
                         init.deadline = math.inf
                         if not entering:
                             gone = self._adopt(epoch, changed_send, outcome, init)
-                        self._server_name, self._tools, self._client = (
-                            _told_name(client),
-                            tools,
-                            client,
-                        )
+                        self._serve(client, tools)
                         watchers.start_soon(self._follow_changes, client, changed_receive)
                         started = True
                         task_status.started()
@@ -1146,33 +1138,64 @@ class MCPServer:
                         watchers.cancel_scope.cancel()
         except Exception as exc:
             if not started:
-                leaf = _leaf(exc)
-                error = self._entering_error(leaf, timed_out=init.cancel_called, done=handshake)
-                if outcome is not None:
-                    say(str(error))
-                    return
-                if error is leaf:
-                    raise leaf  # noqa: B904 -- keeps its own cause
-                raise error from leaf
+                self._not_connected(exc, init, handshake, outcome)  # raises on entering
+                return
             # The transport failed (an HTTP server that went away): its running calls already
             # got errors from the SDK; later calls connect again (or are "not available").
             lose(f"the connection failed ({_summary(exc)})")
         finally:
-            if epoch == self._epoch:
-                self._client = None
-                lose("it was closed")
-            if self._changed is changed_send:
-                self._changed = None
-            self._connecting.discard(init)
-            say(
-                "the block ended meanwhile"
-                if self._closing.is_set()
-                else self._too_slow(handshake)
-                if init.cancelled_caught
-                else "it was closed"
-            )
+            self._disown(epoch, changed_send, init, handshake, outcome)
         if init.cancelled_caught and not started and entering:
             raise MCPInitTimeoutError(self._too_slow(handshake))
+
+    def _serve(self, client: Client, tools: tuple[MCPTool, ...]) -> None:
+        """Make ``client``, whose ``tools`` are listed, the one calls go to."""
+        self._server_name = _told_name(client)
+        self._tools = tools
+        self._client = client
+
+    def _not_connected(
+        self,
+        exc: Exception,
+        init: trio.CancelScope,
+        handshake: _Handshake,
+        outcome: tuple[list[str | None], trio.Event] | None,
+    ) -> None:
+        """A connection that failed (``exc``) before it was the current one, as far as its
+        ``handshake`` got within ``init``: on entering (``outcome`` is ``None``) the error
+        raises; when connecting again, ``outcome`` is told why."""
+        leaf = _leaf(exc)
+        error = self._entering_error(leaf, timed_out=init.cancel_called, done=handshake)
+        if outcome is not None:
+            _say(outcome, str(error))
+        elif error is leaf:
+            raise leaf  # keeps its own cause
+        else:
+            raise error from leaf
+
+    def _disown(
+        self,
+        epoch: int,
+        changed: trio.MemorySendChannel[None],
+        init: trio.CancelScope,
+        handshake: _Handshake,
+        outcome: tuple[list[str | None], trio.Event] | None,
+    ) -> None:
+        """Connection ``epoch``'s owner ends, however: the connection is lost (if current),
+        its ``changed`` channel and ``init`` scope are let go, and whoever connected again
+        is told why, if no one has told them yet."""
+        if epoch == self._epoch:
+            self._client = None
+            self._lose("it was closed", epoch)
+        if self._changed is changed:
+            self._changed = None
+        self._connecting.discard(init)
+        if self._closing.is_set():
+            _say(outcome, "the block ended meanwhile")
+        elif init.cancelled_caught:
+            _say(outcome, self._too_slow(handshake))
+        else:
+            _say(outcome, "it was closed")
 
     def _too_slow(self, handshake: _Handshake) -> str:
         """Why entering timed out, as far as ``handshake`` got."""
@@ -1256,8 +1279,10 @@ class MCPServer:
             through = f" (through the proxy {proxy})" if proxy is not None else ""
             return MCPConnectionError(f"could not reach {who}{through}: {_summary(leaf)}")
         if isinstance(leaf, MCPError) and leaf.code == mcp_types.CONNECTION_CLOSED:
+            # (a process's stderr goes where the user's does; an HTTP server has none here)
+            why = "; its stderr may say why" if isinstance(self._target, _Stdio) else ""
             return MCPConnectionError(
-                f"{who} closed the connection {step} ({self._target.lost}; its stderr may say why)"
+                f"{who} closed the connection {step} ({self._target.lost}{why})"
             )
         if isinstance(leaf, MCPError):
             refused = "refused the handshake:" if client is None else "answered tools/list with"

@@ -11,17 +11,20 @@ on any split of a recorded stream) without the ``openai`` extra:
   deltas into ``ToolCallStart`` / ``ToolCallArgs`` / ``ToolCallEnd`` (a call's keys beyond
   ``index``, ``id``, ``type`` and ``function`` -- Gemini's ``extra_content``, with the call's
   thought signature -- in ``ToolCallStart.provider_data``, and its ``function``'s keys beyond
-  ``name`` and ``arguments`` there under ``"function"``, as ``ToolCall`` keeps them); the
-  ``finish_reason`` chunk and the later usage chunk into one ``Finish``.
+  ``name`` and ``arguments`` there under ``"function"``, as ``ToolCall`` keeps them; such keys
+  that come on a later piece of the call, as Gemini's signature is reported to on a trailing
+  piece with no index, in ``ToolCallEnd.provider_data``); the ``finish_reason`` chunk and the
+  later usage chunk into one ``Finish``.
 * ``error_message`` reads a provider's error body.
 
 Tool-call deltas are matched to their call by ``index`` (an integer, or an integer written as a
 string: ``"1"``); any other index is a ``ModelResponseError``, never a guess. Without an index, by
 ``id``. With neither, a delta that names a function starts a new call and one that does not
 continues the latest call: that is right for servers that send whole calls, or one call's
-pieces in a row, and the one thing a decoder cannot tell apart is two unnamed, unnumbered
-streams interleaved (they are credited to the latest call, whose arguments then fail to parse
-and go back to the model as an error result, not to another call).
+pieces in a row (Gemini's trailing piece with only a call's ``extra_content`` is one), and
+the one thing a decoder cannot tell apart is two unnamed, unnumbered streams interleaved (they
+are credited to the latest call, whose arguments then fail to parse and go back to the model as
+an error result, not to another call).
 
 Call ids are unique in a response: a call whose id an earlier call has is renamed (``_1``,
 ``_2``, ... appended), and its later pieces, which repeat the server's id, still go to it.
@@ -36,7 +39,7 @@ from typing import Any, Final
 
 import attrs
 
-from ..._content import json_object
+from ..._content import json_object, merged
 from ..._exceptions import ModelResponseError
 from ..._facts import ResponseFacts
 from ..._messages import _FUNCTION_KEYS, FinishReason, Usage
@@ -82,6 +85,14 @@ class _Call:
     """The id the server gave the call (``None`` if it gave none): what its later pieces
     repeat, which :attr:`id` is not when the server gave two calls one id."""
     open: bool = True
+    data: Mapping[str, Any] = attrs.field(factory=dict)
+    """The call's keys beyond the ones the decoder reads, from all its pieces so far."""
+    late: dict[str, Any] | None = None
+    """Those of them that came after its first piece (they go on its ``ToolCallEnd``)."""
+
+    def end(self) -> ToolCallEnd:
+        self.open = False
+        return ToolCallEnd(self.id, provider_data=self.late)
 
 
 class ChunkDecoder:
@@ -274,26 +285,46 @@ class ChunkDecoder:
                     f"{preview(json.dumps(call))}"
                 )
             if current is not None and current.open:
-                current.open = False
-                updates.append(ToolCallEnd(current.id))
+                updates.append(current.end())
             new_id = self._unique(call_id or f"call_{uuid.uuid4().hex[:24]}")
-            current = _Call(new_id, call_id)
+            extra = _call_extra(call)
+            current = _Call(new_id, call_id, data=extra or {})
             self._calls[key] = current
             self._ids.setdefault(new_id, key)
             if call_id is not None:
                 self._ids.setdefault(call_id, key)
             self._order.append(current)
             self._used.add(new_id)
-            updates.append(ToolCallStart(current.id, name, provider_data=_call_extra(call)))
-        elif not current.open:
-            if arguments:
-                raise ModelResponseError(
-                    f"the server sent arguments for tool call {current.id!r} after it ended"
-                )
-            return
+            updates.append(ToolCallStart(current.id, name, provider_data=extra))
+        else:
+            extra = _call_extra(call)
+            if extra is not None:
+                self._late(current, extra)
+            if not current.open:
+                if arguments:
+                    raise ModelResponseError(
+                        f"the server sent arguments for tool call {current.id!r} after it ended"
+                    )
+                return
         self._last_key = key
         if arguments:
             updates.append(ToolCallArgs(current.id, arguments))
+
+    @staticmethod
+    def _late(call: _Call, extra: Mapping[str, Any]) -> None:
+        """Keep the keys of a later piece of ``call`` (Gemini's thought signature, where it
+        comes after the call's first piece) for its ``ToolCallEnd``; what the call already has
+        changes nothing."""
+        data = merged(call.data, extra)
+        if data == call.data:
+            return  # (a server that repeats the call's keys on every piece)
+        if not call.open:
+            raise ModelResponseError(
+                f"the server sent {', '.join(map(repr, sorted(extra)))} for tool call "
+                f"{call.id!r} after it ended: {preview(json.dumps(dict(extra)))}"
+            )
+        call.data = data
+        call.late = merged(call.late or {}, extra)
 
     def _unique(self, call_id: str) -> str:
         """``call_id``, or, if a call of the response has it, ``call_id`` with ``_n`` appended
@@ -310,8 +341,7 @@ class ChunkDecoder:
         ended: list[AgentResponseUpdate] = []
         for call in self._order:
             if call.open:
-                call.open = False
-                ended.append(ToolCallEnd(call.id))
+                ended.append(call.end())
         return ended
 
     def _finish(self) -> list[AgentResponseUpdate]:
@@ -327,10 +357,11 @@ _CALL_KEYS: Final = frozenset({"index", "id", "type", "function"})
 
 
 def _call_extra(call: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The keys of a call's first piece beyond the ones the decoder reads (Gemini's
+    """The keys of a piece of a call beyond the ones the decoder reads (Gemini's
     ``extra_content``, which holds the call's thought signature), to go back with the call;
     and those of its ``function`` beyond ``name`` and ``arguments``, as an object under
-    ``"function"``, which ``ToolCall.to_dict()`` puts back inside the call's ``function``."""
+    ``"function"``, which ``ToolCall.to_dict()`` puts back inside the call's ``function``.
+    ``None`` when there are none."""
     function = call.get("function")
     more = (
         {k: v for k, v in function.items() if k not in _FUNCTION_KEYS and v is not None}
