@@ -452,6 +452,7 @@ class FunctionInvokingChatClient:
         limits = Limits(timeout, limiter, self.include_detailed_errors, middleware)
         return limits, policy
 
+    @trio.lowlevel.enable_ki_protection  # the caller's stream, read by the loop's own code
     async def get_response(
         self, messages: Sequence[ChatMessage], options: RunOptions | None = None
     ) -> ChatResponse:
