@@ -259,7 +259,7 @@ class Variant:
     collect: bool = False
     """``await client.get_response(...)``, not ``async for``."""
     telemetry: bool = False
-    every: int = 4
+    every: int = 8
     """Interrupt at every this-many-th line (and at the first time each line runs)."""
     pauses: bool = False
     """The run ends paused for approval."""
@@ -267,11 +267,11 @@ class Variant:
 
 APPROVING = (lookup, GUARDED)
 VARIANTS: dict[str, Variant] = {
-    "plain": Variant(every=1),
-    "eager": Variant(settings={"eager_tools": True}, every=1),
-    "sequential": Variant(settings={"sequential": True}, every=1),
+    "plain": Variant(every=2),
+    "eager": Variant(settings={"eager_tools": True}, every=2),
+    "sequential": Variant(settings={"sequential": True}, every=2),
     "limited, timed, with middleware": Variant(
-        settings={"max_concurrency": 1, "tool_timeout": 30, "middleware": [passing]}, every=1
+        settings={"max_concurrency": 1, "tool_timeout": 30, "middleware": [passing]}, every=2
     ),
     "approval, batch": Variant(APPROVAL, tools=APPROVING, pauses=True),
     "approval, per call, eager": Variant(
@@ -300,13 +300,13 @@ VARIANTS: dict[str, Variant] = {
         tools=(lookup, failing, sleepy, stopper),
         settings={"tool_timeout": 1, "middleware": [passing]},
         telemetry=True,
-        every=8,
+        every=16,
     ),
     "telemetry, resume": Variant(
-        AFTER_APPROVAL, tools=APPROVING, resumes={}, telemetry=True, every=8
+        AFTER_APPROVAL, tools=APPROVING, resumes={}, telemetry=True, every=16
     ),
-    "OpenAI": Variant(inner="openai", every=8),
-    "Anthropic": Variant(inner="anthropic", every=8),
+    "OpenAI": Variant(inner="openai", every=16),
+    "Anthropic": Variant(inner="anthropic", every=16),
 }
 
 _paused: dict[str, list[ChatMessage]] = {}
