@@ -114,12 +114,16 @@ class ProviderDataDelta:
 
 
 def _call_values(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if value is None or value is EMPTY:  # nearly every call: nothing to check
+        return EMPTY
     data = json_object(value, "ToolCallStart.provider_data")
     check_call_keys(data, "ToolCallStart.provider_data")
     return data
 
 
 def _late_call_values(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if value is None or value is EMPTY:
+        return EMPTY
     data = json_object(value, "ToolCallEnd.provider_data")
     check_call_keys(data, "ToolCallEnd.provider_data")
     return data
