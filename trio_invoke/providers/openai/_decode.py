@@ -286,20 +286,12 @@ class ChunkDecoder:
                 )
             if current is not None and current.open:
                 updates.append(current.end())
-            new_id = self._unique(call_id or f"call_{uuid.uuid4().hex[:24]}")
-            extra = _call_extra(call)
-            current = _Call(new_id, call_id, data=extra or {})
-            self._calls[key] = current
-            self._ids.setdefault(new_id, key)
-            if call_id is not None:
-                self._ids.setdefault(call_id, key)
-            self._order.append(current)
-            self._used.add(new_id)
-            updates.append(ToolCallStart(current.id, name, provider_data=extra))
+            current = self._start(call, key, call_id, name, updates)
         else:
-            extra = _call_extra(call)
-            if extra is not None:
-                self._late(current, extra)
+            if not (_CALL_KEYS.issuperset(call) and _FUNCTION_KEYS.issuperset(function)):
+                extra = _call_extra(call)  # (only then: nearly every piece has no other keys)
+                if extra is not None:
+                    self._late(current, extra)
             if not current.open:
                 if arguments:
                     raise ModelResponseError(
@@ -309,6 +301,27 @@ class ChunkDecoder:
         self._last_key = key
         if arguments:
             updates.append(ToolCallArgs(current.id, arguments))
+
+    def _start(
+        self,
+        call: Mapping[str, Any],
+        key: int | str,
+        call_id: str | None,
+        name: str,
+        updates: list[AgentResponseUpdate],
+    ) -> _Call:
+        """A new call at ``key``: its ``ToolCallStart`` goes into ``updates``."""
+        new_id = self._unique(call_id or f"call_{uuid.uuid4().hex[:24]}")
+        extra = _call_extra(call)
+        started = _Call(new_id, call_id, data=extra or {})
+        self._calls[key] = started
+        self._ids.setdefault(new_id, key)
+        if call_id is not None:
+            self._ids.setdefault(call_id, key)
+        self._order.append(started)
+        self._used.add(new_id)
+        updates.append(ToolCallStart(started.id, name, provider_data=extra))
+        return started
 
     @staticmethod
     def _late(call: _Call, extra: Mapping[str, Any]) -> None:
