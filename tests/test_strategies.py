@@ -150,6 +150,15 @@ def test_tool_call_streams_keep_a_calls_provider_data(stream: list[AgentResponse
     assert [call for call in accumulator.finish() if call.id == "s"] == [SIGNED]
 
 
+def test_tool_call_streams_may_bring_a_calls_provider_data_with_its_end() -> None:
+    # Some providers send a call's keys on a later piece (Gemini's signature, reportedly): the
+    # strategy puts them on the call's ToolCallEnd too, and the accumulated call is the same.
+    def late(stream: Sequence[AgentResponseUpdate]) -> bool:
+        return any(isinstance(u, ToolCallEnd) and u.provider_data for u in stream)
+
+    assert late(find(tool_call_streams([SIGNED, *CALLS]), late))
+
+
 def interleaved(stream: Sequence[AgentResponseUpdate]) -> bool:
     """Some call's updates are not all next to each other: another call's come between."""
     return any(

@@ -12,7 +12,7 @@ import functools
 import itertools
 import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 try:
@@ -265,15 +265,41 @@ would pass Hypothesis's limit on how much one example may draw)."""
 def _stream_of(draw: st.DrawFn, calls: Sequence[ToolCall]) -> list[AgentResponseUpdate]:
     if len(calls) > _FREE_CALLS:
         return _seeded_stream(draw, calls)
-    sequences: list[list[AgentResponseUpdate]] = [
-        [
-            ToolCallStart(call.id, call.name, provider_data=call.provider_data),
-            *(ToolCallArgs(call.id, piece) for piece in _split(draw, call.arguments)),
-            ToolCallEnd(call.id),
-        ]
-        for call in calls
-    ]
+    sequences: list[list[AgentResponseUpdate]] = []
+    for call in calls:
+        first, late = _split_data(call, lambda _: draw(st.booleans()))
+        sequences.append(
+            [
+                ToolCallStart(call.id, call.name, provider_data=first),
+                *(ToolCallArgs(call.id, piece) for piece in _split(draw, call.arguments)),
+                ToolCallEnd(call.id, provider_data=late),
+            ]
+        )
     return _interleave(draw, sequences)
+
+
+_NO_DATA: Final[Mapping[str, Any]] = {}
+
+
+def _coin(rng: random.Random) -> Callable[[str], bool]:
+    """Heads or tails for each key, from ``rng``."""
+    return lambda _: rng.random() < 0.5
+
+
+def _split_data(
+    call: ToolCall, late: Callable[[str], bool]
+) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The call's provider data, as its start and its end carry it: the keys for which
+    ``late(key)`` holds come with its end (as some providers send a call's signature on a
+    later piece), the others with its start; accumulated, they are the call's again."""
+    data = call.provider_data
+    if not data:
+        return data, {}
+    moved = {key for key in data if late(key)}
+    return (
+        {key: value for key, value in data.items() if key not in moved},
+        {key: value for key, value in data.items() if key in moved},
+    )
 
 
 def _seeded_stream(draw: st.DrawFn, calls: Sequence[ToolCall]) -> list[AgentResponseUpdate]:
@@ -328,11 +354,14 @@ def _shaped_stream(
             else:
                 cuts = sorted(rng.sample(range(1, len(text)), min(count, len(text) - 1)))
             pieces = [text[a:b] for a, b in itertools.pairwise([0, *cuts, len(text)])]
+        first, late = call.provider_data, _NO_DATA  # a call whole, in its place
+        if rng is not None:
+            first, late = _split_data(call, _coin(rng))
         sequences.append(
             [
-                ToolCallStart(call.id, call.name, provider_data=call.provider_data),
+                ToolCallStart(call.id, call.name, provider_data=first),
                 *(ToolCallArgs(call.id, piece) for piece in pieces),
-                ToolCallEnd(call.id),
+                ToolCallEnd(call.id, provider_data=late),
             ]
         )
     if not mixing or not any(moves):
@@ -361,7 +390,9 @@ def _tool_call_stream(draw: st.DrawFn, calls: Sequence[ToolCall]) -> list[AgentR
 def tool_call_streams(calls: Sequence[ToolCall]) -> st.SearchStrategy[list[AgentResponseUpdate]]:
     """The streamed form of ``calls``, as a model may send it.
 
-    Each call becomes ``ToolCallStart`` (with the call's ``provider_data``), its arguments cut
+    Each call becomes ``ToolCallStart`` (with the call's ``provider_data``, but for the keys
+    that may come with its ``ToolCallEnd`` instead, as a provider may send a call's signature
+    on a later piece), its arguments cut
     into any pieces (empty pieces included, up to one per character) as ``ToolCallArgs``, and
     ``ToolCallEnd``; empty arguments may have no ``ToolCallArgs`` at all. The calls are
     interleaved in any order that keeps each call's own order. Call order (the order of the
