@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import itertools
 import json
+import logging
 import os
 import re
 import signal
@@ -1738,7 +1739,7 @@ async def test_the_request_that_deletes_the_session_is_bounded_in_all() -> None:
 
 
 async def test_only_the_sdks_stand_in_for_a_noted_request_gets_its_status() -> None:
-    from trio_invoke.mcp._server import _WatchedStream
+    from trio_invoke.mcp._server import _Noted, _WatchedStream
 
     def error(request_id: int, code: int, message: str) -> SessionMessage:
         data = mcp_types.ErrorData(code=code, message=message)
@@ -1755,7 +1756,7 @@ async def test_only_the_sdks_stand_in_for_a_noted_request_gets_its_status() -> N
     for item in sent:
         send.send_nowait(item)
     statuses: dict[Any, str] = {2: "HTTP 404 Not Found", 3: "HTTP 401 Unauthorized"}
-    stream = _WatchedStream(receive, lambda: None, statuses)
+    stream = _WatchedStream(receive, lambda: None, _Noted(statuses=statuses))
     got = [await stream.receive() for _ in sent]
     assert got[0] is answer
     assert got[1] is sent[1]  # the SDK's own words for a 404: the status is not needed
@@ -2232,6 +2233,84 @@ async def test_a_process_that_is_not_an_mcp_server(code: str, match: str) -> Non
     )
 
 
+async def read_http_request(stream: trio.SocketStream) -> tuple[str, bytes] | None:
+    """The method and body of the HTTP/1.1 request that comes on ``stream`` (its body by its
+    Content-Length), or ``None`` when the client goes away first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        piece = await stream.receive_some()
+        if not piece:
+            return None
+        data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    while len(body) < length:
+        piece = await stream.receive_some()
+        if not piece:
+            return None
+        body += piece
+    return lines[0].split()[0], body
+
+
+def http_reply(status: str, kind: str, body: bytes = b"") -> bytes:
+    head = f"HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {len(body)}\r\n"
+    return f"{head}connection: close\r\n\r\n".encode() + body
+
+
+async def serve_loopback(nursery: trio.Nursery, handler: Any) -> str:
+    """Serve ``handler`` (one connection each) on a free port of 127.0.0.1 until ``nursery``
+    ends; the URL of its /mcp."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    nursery.start_soon(trio.serve_listeners, handler, listeners)
+    return f"http://127.0.0.1:{port}/mcp"
+
+
+def json_rpc_over_http(*, handshake: bytes | None = None, call: bytes | None = None) -> Any:
+    """A handler of a plain MCP server over HTTP (JSON answers, no session, no GET stream) of
+    one tool, ``hello``, which answers the handshake (``initialize`` and ``server/discover``)
+    with the body ``handshake`` and each ``tools/call`` with ``call``, when given."""
+
+    async def handle(stream: trio.SocketStream) -> None:
+        async with stream:
+            request = await read_http_request(stream)
+            if request is None:
+                return
+            method, body = request
+            if method != "POST":
+                await stream.send_all(http_reply("405 Method Not Allowed", "text/plain"))
+                return
+            message = json.loads(body)
+            what = message.get("method")
+            if "id" not in message:  # a notification
+                await stream.send_all(http_reply("202 Accepted", "application/json"))
+                return
+            given = call if what == "tools/call" else handshake if what != "tools/list" else None
+            if given is not None:
+                await stream.send_all(http_reply("200 OK", "application/json", given))
+                return
+            answer: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+            if what == "initialize":
+                answer["result"] = {
+                    "protocolVersion": message["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "plain", "version": "1"},
+                }
+            elif what == "tools/list":
+                answer["result"] = {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]}
+            else:  # server/discover: an old server's "method not found"
+                answer["error"] = {"code": mcp_types.METHOD_NOT_FOUND, "message": "no"}
+            reply = json.dumps(answer).encode()
+            await stream.send_all(http_reply("200 OK", "application/json", reply))
+
+    return handle
+
+
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
 async def test_an_http_server_that_ends_its_stream_during_the_handshake(
     nursery: trio.Nursery, protocol: str
@@ -2240,26 +2319,117 @@ async def test_an_http_server_that_ends_its_stream_during_the_handshake(
     # connection closed during the handshake, and there is no stderr of its own to look at.
     async def answer_with_nothing(stream: trio.SocketStream) -> None:
         async with stream:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                piece = await stream.receive_some()
-                if not piece:
-                    return
-                request += piece
+            if await read_http_request(stream) is None:
+                return
             await stream.send_all(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
             )
 
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    port = listeners[0].socket.getsockname()[1]
-    nursery.start_soon(trio.serve_listeners, answer_with_nothing, listeners)
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = await serve_loopback(nursery, answer_with_nothing)
     with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as caught:
         async with MCPServer.http(url, protocol=protocol):
             pytest.fail("entered")
     assert str(caught.value) == (
         f"MCP server {url!r} closed the connection during the handshake (the HTTP connection ended)"
     )
+
+
+NOT_JSON_RPC = [
+    pytest.param(b"", "an empty body", id="empty"),
+    pytest.param(b"  \r\n", "an empty body", id="blank"),
+    pytest.param(
+        b"<!DOCTYPE html>\n<html>\n  <head><title>Welcome to nginx!</title></head>\n"
+        b"  <body><h1>Welcome to nginx!</h1><p>If you see this page...</p></body>\n</html>\n",
+        "a body that is not JSON ('<!DOCTYPE html> <html> <head><title>Welcome to nginx!</titl…')",
+        id="html",
+    ),
+    pytest.param(
+        b"\xff\xfe not text", "a body that is not JSON ('\ufffd\ufffd not text')", id="bytes"
+    ),
+    pytest.param(
+        b'{"status": "ok"}',
+        'JSON that is not a JSON-RPC response (\'{"status": "ok"}\')',
+        id="json",
+    ),
+]
+"""Bodies of a 200 application/json answer that are no JSON-RPC message, and how errors say
+what they are."""
+
+
+def sdk_parse_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage() == "Error parsing JSON response"]
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize(("body", "what"), NOT_JSON_RPC)
+async def test_an_http_server_that_answers_the_handshake_with_no_json_rpc(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture, protocol: str, body: bytes, what: str
+) -> None:
+    # A web server's page, a health check's JSON, an empty 200: not an MCP endpoint. One line
+    # says so (the SDK's own parse error is a multi-line pydantic dump), and the SDK's
+    # traceback of it stays out of the log; its words are in trio_invoke.mcp's debug log.
+    caplog.set_level(logging.DEBUG, logger="trio_invoke.mcp")
+    url = await serve_loopback(nursery, json_rpc_over_http(handshake=body))
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as caught:
+        async with MCPServer.http(url, protocol=protocol):
+            pytest.fail("entered")
+    assert str(caught.value) == (
+        f"MCP server {url!r} answered the handshake with {what}: not an MCP server's answer "
+        "(a wrong URL or path?)"
+    )
+    assert sdk_parse_logs(caplog) == []
+    assert "the MCP SDK could not parse a response: Failed to parse JSON response" in caplog.text
+
+
+@pytest.mark.parametrize(("body", "what"), NOT_JSON_RPC)
+async def test_an_http_server_that_answers_a_call_with_no_json_rpc(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture, body: bytes, what: str
+) -> None:
+    url = await serve_loopback(nursery, json_rpc_over_http(call=body))
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(url, protocol="legacy") as server:
+            (hello,) = server.tools
+            with pytest.raises(MCPToolError) as caught:
+                await hello.execute({})
+            assert server.available
+    assert str(caught.value) == (
+        f"MCP server {url!r} (named 'plain') answered the call of 'hello' with {what}: not an "
+        "MCP server's answer"
+    )
+    assert caught.value.code == mcp_types.PARSE_ERROR
+    assert sdk_parse_logs(caplog) == []
+
+
+def test_the_sdks_parse_errors_are_quiet_only_in_a_connection_of_ours(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The SDK's own users (and every other record of its transport's) still see them.
+    from trio_invoke.mcp._server import _IN_CONNECTION
+
+    sdk = logging.getLogger("mcp.client.streamable_http")
+    invalid = unparsed("")
+
+    def log_parse_error(exc: BaseException) -> None:
+        try:
+            raise exc
+        except BaseException:
+            sdk.exception("Error parsing JSON response")
+
+    log_parse_error(invalid)  # (not in a connection of ours)
+    token = _IN_CONNECTION.set(True)
+    try:
+        log_parse_error(httpx2.ReadError("cut"))  # a body that did not come
+        sdk.error("Unexpected content type: text/html")
+        log_parse_error(invalid)  # the one that is dropped
+    finally:
+        _IN_CONNECTION.reset(token)
+    assert [
+        (r.getMessage(), type(r.exc_info[1]) if r.exc_info else None) for r in caplog.records
+    ] == [
+        ("Error parsing JSON response", pydantic.ValidationError),
+        ("Error parsing JSON response", httpx2.ReadError),
+        ("Unexpected content type: text/html", None),
+    ]
 
 
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])

@@ -52,7 +52,8 @@ def _rebuild(
 
 class MCPConnectionError(TrioInvokeError, ConnectionError):
     """Entering ``async with MCPServer...`` failed: the command could not be started, nothing
-    listens at the URL, or the server closed the connection or refused the handshake. The
+    listens at the URL, the server closed the connection or refused the handshake, or the URL
+    answered it with something else (an empty body, a web page: no JSON-RPC message). The
     message names the server; the underlying exception is ``__cause__``."""
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 import functools
 import itertools
 import json
@@ -240,7 +241,7 @@ class _Stdio:
         return True  # (a process that ended is seen by its output's end)
 
     async def transport(
-        self, stack: contextlib.AsyncExitStack[Any], lose: _Lose, statuses: dict[Any, str]
+        self, stack: contextlib.AsyncExitStack[Any], lose: _Lose, noted: _Noted
     ) -> Any:
         parameters = StdioServerParameters(
             command=self.command,
@@ -299,10 +300,11 @@ class _HTTP:
         return False
 
     async def transport(
-        self, stack: contextlib.AsyncExitStack[Any], lose: _Lose, statuses: dict[Any, str]
+        self, stack: contextlib.AsyncExitStack[Any], lose: _Lose, noted: _Noted
     ) -> Any:
-        """The SDK's transport; ``statuses`` gets the HTTP status of each request answered
-        with an error status and no JSON-RPC error (for :class:`_WatchedStream`)."""
+        """The SDK's transport; ``noted`` gets the HTTP status of each request answered with
+        an error status and no JSON-RPC error, and the response of each answered with JSON
+        (for :class:`_WatchedStream`)."""
 
         async def answered(response: httpx2.Response) -> None:
             # The MCP spec: a 404 to a request with an Mcp-Session-Id means the server no
@@ -319,8 +321,12 @@ class _HTTP:
                 and not await _method_not_found(response)
             ):
                 lose(_SESSION_ENDED)
-            if response.status_code >= 400 and request.method == "POST":
-                await _note_status(response, statuses)
+            if request.method != "POST":
+                return
+            if response.status_code >= 400:
+                await _note_status(response, noted.statuses)
+            elif 200 <= response.status_code < 300 and response.status_code != 202:
+                _note_response(response, noted.bodies)
 
         http = httpx2.AsyncClient(
             headers=dict(self.headers) if self.headers is not None else None,
@@ -446,16 +452,116 @@ async def _method_not_found(response: httpx2.Response) -> bool:
     return isinstance(error, dict) and error.get("code") == mcp_types.METHOD_NOT_FOUND
 
 
+_NOTED_MAX: Final = 256
+"""The most responses noted at once (:func:`_note_response`); one whose request is abandoned
+(a call cancelled while its answer came) is never answered, and the oldest go first."""
+_SDK_UNPARSED: Final = "Failed to parse JSON response: "
+"""How the MCP SDK's HTTP transport begins the JSON-RPC parse error it answers a request with
+when the body of its JSON response is no JSON-RPC message (or could not be read)."""
+_NOT_JSON_RPC: Final = "the server's HTTP response is not a JSON-RPC message: it is "
+"""How :func:`_unparsed`'s errors begin; what follows says what the body is."""
+_PREVIEW: Final = 60
+"""Characters of a body that messages show."""
+
+
+@attrs.define
+class _Noted:
+    """What the HTTP transport noted of the server's answers, by JSON-RPC request id, for
+    :class:`_WatchedStream` to take when the SDK hands it their answer."""
+
+    statuses: dict[Any, str] = attrs.Factory(dict)
+    """The HTTP status of each request answered with an error status (:func:`_note_status`)."""
+    bodies: dict[Any, httpx2.Response] = attrs.Factory(dict)
+    """The response of each request answered with JSON, until its answer is handed on
+    (:func:`_note_response`)."""
+
+
+def _note_response(response: httpx2.Response, bodies: dict[Any, httpx2.Response]) -> None:
+    """Note a request's successful response with a JSON body, by its JSON-RPC id: when the
+    SDK cannot parse the body it answers the request with its parse error and the body in a
+    multi-line pydantic dump; :func:`_unparsed` says what the body was instead."""
+    if not response.headers.get("content-type", "").lower().startswith("application/json"):
+        return
+    try:
+        request_id = json.loads(response.request.content).get("id")
+    except (httpx2.StreamError, ValueError, AttributeError):
+        return
+    if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+        if len(bodies) >= _NOTED_MAX:
+            del bodies[next(iter(bodies))]
+        bodies[request_id] = response
+
+
+def _preview(text: str) -> str:
+    """``text`` on one line and at most :data:`_PREVIEW` characters, quoted."""
+    line = " ".join(text.split())
+    return repr(line if len(line) <= _PREVIEW else line[: _PREVIEW - 1] + "…")
+
+
+def _what_body(content: bytes) -> str:
+    """What a response's body that is no JSON-RPC message is, in a few words."""
+    text = content.decode("utf-8", errors="replace")
+    if not text.strip():
+        return "an empty body"
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return f"a body that is not JSON ({_preview(text)})"
+    return f"JSON that is not a JSON-RPC response ({_preview(text)})"
+
+
+def _unparsed(message: mcp_types.JSONRPCError, response: httpx2.Response) -> SessionMessage | None:
+    """The SDK's parse error for a request whose ``response`` had a JSON body it could not
+    parse, as one line that says what the body was; ``None`` for any other error (and when
+    the body was not read: the connection failed while it came)."""
+    error = message.error
+    if error.code != mcp_types.PARSE_ERROR or not error.message.startswith(_SDK_UNPARSED):
+        return None
+    try:
+        content = response.content
+    except httpx2.ResponseNotRead:
+        return None
+    _log.debug("the MCP SDK could not parse a response: %s", error.message)
+    data = error.model_copy(update={"message": _NOT_JSON_RPC + _what_body(content)})
+    return SessionMessage(message.model_copy(update={"error": data}))
+
+
+def _is_unparsed(error: MCPError) -> bool:
+    """Whether ``error`` is a response's body that was no JSON-RPC message (:func:`_unparsed`)."""
+    return error.code == mcp_types.PARSE_ERROR and error.message.startswith(_NOT_JSON_RPC)
+
+
+class _SDKParseErrors(logging.Filter):
+    """Keeps the MCP SDK's HTTP transport from logging, with its traceback, a JSON body it
+    could not parse, in a connection of ours only: the request it answered gets an error that
+    says what the body was (:func:`_unparsed`), which raises or is the call's result. The
+    SDK's own words go to ``trio_invoke.mcp``'s debug log. Every other record, and every
+    record of the SDK's own users, passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _IN_CONNECTION.get() or record.msg != "Error parsing JSON response":
+            return True
+        caught = record.exc_info[1] if record.exc_info else None
+        return not isinstance(caught, pydantic.ValidationError)
+
+
+_IN_CONNECTION: Final = contextvars.ContextVar("trio_invoke.mcp connection", default=False)
+"""Set while a message goes to the transport (:meth:`_NotedWrites.send`): the SDK's HTTP
+transport sends each request, and reads its response, in the context it was sent in, where
+:class:`_SDKParseErrors` applies."""
+logging.getLogger("mcp.client.streamable_http").addFilter(_SDKParseErrors())
+
+
 class _WatchedStream:
     """The transport's read stream, reporting its end to the server: once the server's side of
     the connection is gone, later calls are answered at once without trying."""
 
-    __slots__ = ("_on_end", "_statuses", "_stream")
+    __slots__ = ("_noted", "_on_end", "_stream")
 
-    def __init__(self, stream: Any, on_end: Any, statuses: dict[Any, str]) -> None:
+    def __init__(self, stream: Any, on_end: Any, noted: _Noted) -> None:
         self._stream = stream
         self._on_end = on_end
-        self._statuses = statuses
+        self._noted = noted
 
     @property
     def last_context(self) -> Any:
@@ -469,10 +575,16 @@ class _WatchedStream:
             raise
         if isinstance(item, pydantic.ValidationError):
             return _readable(item)
-        if self._statuses and isinstance(item, SessionMessage):
+        noted = self._noted
+        if (noted.statuses or noted.bodies) and isinstance(item, SessionMessage):
             message = item.message
+            if noted.bodies and isinstance(message, mcp_types.JSONRPCResponse):
+                noted.bodies.pop(message.id, None)
             if isinstance(message, mcp_types.JSONRPCError):
-                status = self._statuses.pop(message.id, None)
+                response = noted.bodies.pop(message.id, None)
+                if response is not None:
+                    return _unparsed(message, response) or item
+                status = noted.statuses.pop(message.id, None)
                 if status is not None and message.error.code == mcp_types.INTERNAL_ERROR:
                     error = message.error.model_copy(
                         update={"message": f"{message.error.message} ({status})"}
@@ -555,7 +667,7 @@ class _Handshake:
 
 class _NotedWrites:
     """The transport's write stream, noting in :class:`_Handshake` which handshake request
-    went out last."""
+    went out last, and sending each message with :data:`_IN_CONNECTION` set."""
 
     __slots__ = ("_handshake", "_stream")
 
@@ -569,7 +681,11 @@ class _NotedWrites:
                 self._handshake.discovering = True
             elif item.message.method == "initialize":
                 self._handshake.discovering = False
-        await self._stream.send(item)
+        token = _IN_CONNECTION.set(True)  # (the transport takes a copy of the context)
+        try:
+            await self._stream.send(item)
+        finally:
+            _IN_CONNECTION.reset(token)
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -583,11 +699,11 @@ class _NotedWrites:
 
 @contextlib.asynccontextmanager
 async def _watched(
-    transport: Any, on_end: Any, statuses: dict[Any, str], handshake: _Handshake
+    transport: Any, on_end: Any, noted: _Noted, handshake: _Handshake
 ) -> AsyncIterator[tuple[Any, Any]]:
     async with transport as (read_stream, write_stream):
         yield (
-            _WatchedStream(read_stream, on_end, statuses),
+            _WatchedStream(read_stream, on_end, noted),
             _NotedWrites(write_stream, handshake),
         )
 
@@ -928,7 +1044,8 @@ class MCPServer:
 
         Raises:
             MCPConnectionError: The command could not be started, nothing answers at the URL,
-                or the server closed the connection or refused the handshake.
+                the server closed the connection or refused the handshake, or the URL
+                answered it with no JSON-RPC message (an empty body, a web page).
             MCPInitTimeoutError: All that took longer than ``init_timeout``.
             ConfigurationError: ``allowed_tools`` or ``require_approval`` names a tool the
                 server does not have, or two tools collide after name mapping.
@@ -1220,10 +1337,10 @@ class MCPServer:
     ) -> Client:
         """The SDK's client, entered on ``stack``: transport, session, handshake (noted in
         ``handshake`` as it goes)."""
-        statuses: dict[Any, str] = {}
-        transport = await self._target.transport(stack, lose, statuses)
+        noted = _Noted()
+        transport = await self._target.transport(stack, lose, noted)
         client = Client(
-            _watched(transport, lambda: lose(self._target.lost), statuses, handshake),
+            _watched(transport, lambda: lose(self._target.lost), noted, handshake),
             mode="legacy" if self.protocol == "legacy" else "auto",
             message_handler=self._on_message,
             client_info=_client_info(),
@@ -1283,6 +1400,16 @@ class MCPServer:
             why = "; its stderr may say why" if isinstance(self._target, _Stdio) else ""
             return MCPConnectionError(
                 f"{who} closed the connection {step} ({self._target.lost}{why})"
+            )
+        if isinstance(leaf, MCPError) and _is_unparsed(leaf):
+            what = leaf.message.removeprefix(_NOT_JSON_RPC)
+            if client is None:  # (a web server's page, another API: not an MCP endpoint)
+                return MCPConnectionError(
+                    f"{who} answered the handshake with {what}: not an MCP server's answer "
+                    "(a wrong URL or path?)"
+                )
+            return MCPConnectionError(
+                f"{who} answered tools/list with {what}: not an MCP server's answer"
             )
         if isinstance(leaf, MCPError):
             refused = "refused the handshake:" if client is None else "answered tools/list with"
@@ -1480,6 +1607,13 @@ class MCPServer:
                 tool,
                 f"{self._who} sent an answer for {tool.remote_name!r} that "
                 f"could not be read: {exc.message.removeprefix(_UNREADABLE)}",
+                exc.code,
+            )
+        if _is_unparsed(exc):
+            return self._error(
+                tool,
+                f"{self._who} answered the call of {tool.remote_name!r} with "
+                f"{exc.message.removeprefix(_NOT_JSON_RPC)}: not an MCP server's answer",
                 exc.code,
             )
         if epoch in self._ended:  # the server refused the call: not run
