@@ -386,6 +386,52 @@ def test_thinking_blocks_go_back_in_their_places(
     assert messages[1]["content"] == expected
 
 
+@pytest.mark.parametrize(
+    ("places", "order"),
+    [
+        ([{"id": "toolu_1", "text_at": 6}], ["Let m", "S1", "e", USE_1, "S2", " check.", USE_2]),
+        (  # no places (a transcript from before they were kept): the text before the calls
+            None,
+            ["Let m", "S1", "e check.", USE_1, "S2", USE_2],
+        ),
+        (  # entries that are not places are left out: that call goes after all the text
+            [{"id": "toolu_1", "text_at": -1}, {"id": 1, "text_at": 2}, {"text_at": 2}, "x"],
+            ["Let m", "S1", "e check.", USE_1, "S2", USE_2],
+        ),
+        (  # a place before a block's that came first (edited by hand): no earlier than it
+            [{"id": "toolu_1", "text_at": 2}],
+            ["Let m", "S1", USE_1, "e", "S2", " check.", USE_2],
+        ),
+        ([{"id": "toolu_1", "text_at": 99}], ["Let m", "S1", "e check.", USE_1, "S2", USE_2]),
+    ],
+)
+def test_text_after_a_call_goes_back_after_it(places: Any, order: list[Any]) -> None:
+    # Text, a call, more text (interleaved thinking): the API refuses the latest assistant
+    # message's blocks moved; the text is cut where each call came (provider_data["tool_places"]).
+    data: dict[str, Any] = {
+        "thinking_blocks": [sig(0), sig(1), sig(2)],
+        "thinking_places": [
+            {"block": 1, "after_calls": 0, "after_text": True, "text_at": 5},
+            {"block": 2, "after_calls": 1, "after_text": True, "text_at": 6},
+        ],
+    }
+    if places is not None:
+        data["tool_places"] = places
+    assistant = ChatMessage(
+        MessageRole.ASSISTANT, "Let me check.", (CALL_1, CALL_T), provider_data=data
+    )
+    _, messages = wire_conversation([ChatMessage.user("?"), assistant])
+    expected = [
+        sig(int(b[1:]))
+        if isinstance(b, str) and b[:1] == "S" and b[1:].isdigit()
+        else {"type": "text", "text": b}
+        if isinstance(b, str)
+        else b
+        for b in order
+    ]
+    assert messages[1]["content"] == [sig(0), *expected]
+
+
 def test_reasoning_without_signed_blocks_is_not_sent() -> None:
     from_elsewhere = ChatMessage.assistant("", [CALL_1], reasoning="I think (from DeepSeek).")
     _, messages = wire_conversation([from_elsewhere])

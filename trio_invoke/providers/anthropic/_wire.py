@@ -12,7 +12,9 @@ takes it.
   as the API sent them: the signatures are checked), then its text, then a ``tool_use`` block per
   call in call order (a thinking block that came after the text or after calls --
   interleaved thinking, ``provider_data["thinking_places"]`` -- goes back there: the API
-  refuses the blocks of the latest assistant message moved), and so does each block of the
+  refuses the blocks of the latest assistant message moved; so does text that came after a
+  call, the text cut where each call came, ``provider_data["tool_places"]``; without it, all
+  the text goes before the calls), and so does each block of the
   API's own doing (``provider_data["server_blocks"]``: a server tool's use and result, ...,
   with its place, the text cut there; a cited text block's text goes as a block of its own
   with its ``citations``, ``provider_data["text_citations"]``, and a call with its ``caller``,
@@ -56,6 +58,7 @@ from ._decode import (
     THINKING_BLOCKS,
     THINKING_PLACES,
     TOOL_CALLERS,
+    TOOL_PLACES,
 )
 
 __all__ = ["pending_container", "wire_conversation", "wire_tool_choice", "wire_tools"]
@@ -157,17 +160,26 @@ def _assistant(message: ChatMessage) -> list[dict[str, Any]]:
     ]
     kept += _server_blocks(message, len(thinking))
     kept.sort(key=lambda item: item.order)
+    # A call goes where it came in the text (TOOL_PLACES), or after all of it; a block after
+    # a call goes after it, and no earlier in the text (after all of it, after more calls than
+    # the message has).
+    end = len(message.content) if isinstance(message.content, str) else 1
     slots: list[list[_Kept]] = [[] for _ in range(len(calls) + 1)]
     for item in kept:
-        slots[min(item.after_calls, len(calls))].append(item)
-    blocks = _around_text(message, slots[0])
-    for call, after in zip(calls, slots[1:], strict=True):
-        blocks += [call, *(item.block for item in after)]
-    return blocks
+        beyond = item.after_calls > len(calls)
+        slots[min(item.after_calls, len(calls))].append(
+            attrs.evolve(item, text_at=end) if beyond else item
+        )
+    text_places = _tool_places(message)
+    sequence = list(slots[0])
+    for n, (call, after) in enumerate(zip(calls, slots[1:], strict=True), 1):
+        sequence.append(_Kept((0, 0, 0), n, text_places.get(call["id"], end), call))
+        sequence += after
+    return _around_text(message, sequence)
 
 
 def _around_text(message: ChatMessage, kept: list[_Kept]) -> list[dict[str, Any]]:
-    """The message's text with the blocks that came before any call, each at its place in
+    """The message's text with its other blocks (in the order they came), each at its place in
     the text (text as a plain string is cut there; content parts are not: a block goes before
     them or after)."""
     text = message.content if isinstance(message.content, str) else None
@@ -175,7 +187,7 @@ def _around_text(message: ChatMessage, kept: list[_Kept]) -> list[dict[str, Any]
     places: list[int] = []
     following = end
     for item in reversed(kept):  # a place not known: where the next known one is
-        at = following if item.text_at is None or item.after_calls else item.text_at
+        at = following if item.text_at is None else item.text_at
         following = min(max(at, 0), end)
         places.append(following)
     places.reverse()
@@ -183,7 +195,7 @@ def _around_text(message: ChatMessage, kept: list[_Kept]) -> list[dict[str, Any]
     blocks: list[dict[str, Any]] = []
     cut = 0
     for item, place in zip(kept, places, strict=True):
-        at = max(place, cut)  # (places out of order: one edited by hand)
+        at = max(place, cut)  # (places out of order: one edited by hand, one after a call)
         if at > cut:
             blocks += _text_between(message, text, cut, at, spans)
             cut = at
@@ -267,6 +279,23 @@ def _callers(message: ChatMessage) -> dict[str, Any]:
         ):
             callers[call_id] = json_copy(caller, TOOL_CALLERS)
     return callers
+
+
+def _tool_places(message: ChatMessage) -> dict[str, int]:
+    """How many characters of the text came before each call that text came after
+    (``TOOL_PLACES``), by call id; an entry that is not one is left out (the call goes after
+    all the text)."""
+    entries = message.provider_data.get(TOOL_PLACES)
+    if not isinstance(entries, list | tuple):
+        return {}
+    places: dict[str, int] = {}
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        call_id, text_at = entry.get("id"), entry.get("text_at")
+        if isinstance(call_id, str) and _count(text_at):
+            places[call_id] = text_at
+    return places
 
 
 def _server_blocks(message: ChatMessage, thinking: int) -> list[_Kept]:
