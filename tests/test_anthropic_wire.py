@@ -696,6 +696,67 @@ def test_tool_callers_that_are_not_entries_are_left_out(entries: Any) -> None:
     ]
 
 
+CODE_CALLER = {"type": "code_execution_20260120", "tool_id": "srvtoolu_code"}
+
+
+def code_call(caller: dict[str, Any]) -> ChatMessage:
+    """An assistant message whose call code execution made (programmatic tool calling)."""
+    return ChatMessage(
+        MessageRole.ASSISTANT,
+        "I'll query it.",
+        (CALL_1,),
+        provider_data={
+            "tool_callers": [{"id": "toolu_1", "caller": caller}],
+            "container": [{"id": "cont_1", "expires_at": "2026-01-20T14:30:00Z"}],
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("after", "kinds"),
+    [
+        ([ChatMessage.tool_result(CALL_1, "5"), ChatMessage.user("What next?")], "text"),
+        ([ChatMessage.user("Also this."), ChatMessage.tool_result(CALL_1, "5")], "text"),
+        ([ChatMessage.tool_result(CALL_1, "5"), ChatMessage.user([PNG])], "image"),
+    ],
+)
+def test_a_user_message_while_code_waits_for_results_is_a_configuration_error(
+    after: list[ChatMessage], kinds: str
+) -> None:
+    # The API takes only tool_result blocks in the user turn that answers calls its code
+    # waits for, "not even text after the tool results"; and it would merge a user message of
+    # its own into that turn.
+    conversation = [ChatMessage.user("?"), code_call(CODE_CALLER), *after]
+    with pytest.raises(
+        ConfigurationError, match=rf"\({kinds} blocks\).*code execution \(toolu_1\)"
+    ):
+        wire_conversation(conversation)
+    with pytest.raises(ConfigurationError, match="tool_result blocks only"):
+        body(conversation)
+
+
+def test_a_user_message_after_direct_calls_or_the_answer_merges_as_before() -> None:
+    direct = [
+        ChatMessage.user("?"),
+        code_call({"type": "direct"}),
+        ChatMessage.tool_result(CALL_1, "5"),
+        ChatMessage.user("What next?"),
+    ]
+    _, messages = wire_conversation(direct)
+    assert [b["type"] for b in messages[-1]["content"]] == ["tool_result", "text"]
+    answered = [
+        ChatMessage.user("?"),
+        code_call(CODE_CALLER),
+        ChatMessage.tool_result(CALL_1, "5"),
+        ChatMessage.assistant("C1 leads."),
+        ChatMessage.user("And C2?"),
+    ]
+    _, messages = wire_conversation(answered)
+    assert messages[-1] == {"role": "user", "content": [{"type": "text", "text": "And C2?"}]}
+    waiting = [ChatMessage.user("?"), code_call(CODE_CALLER), ChatMessage.tool_result(CALL_1, "5")]
+    assert body(waiting)["container"] == "cont_1"
+
+
 @pytest.mark.parametrize(
     "entries",
     ["blocks", [SERVER_USE], [{"block": "x"}], [{"block": {"id": "1"}}], {"block": SERVER_USE}],

@@ -23,7 +23,9 @@ takes it.
   as ``{}``: the call's result tells the model what was wrong). Reasoning without thinking
   blocks (from another provider) is not sent: the API takes only signed thinking.
 * The tool messages answering one batch become ``tool_result`` blocks in one user message, in
-  call order, with ``is_error`` for error results: a tool message marked
+  call order (answering calls that code execution made and waits for -- programmatic tool
+  calling -- that message may hold nothing else, as the API says: a user message after them
+  is a :class:`ConfigurationError`), with ``is_error`` for error results: a tool message marked
   ``provider_data["is_error"]`` true, or, with no mark, one whose text is the loop's error text
   (``"Error: ..."``). The loop marks its results where the text would say otherwise (an
   error in a middleware's words is marked true, a success that reads ``"Error: ..."`` false).
@@ -74,7 +76,8 @@ def wire_conversation(
 
     Raises:
         ConfigurationError: an assistant message's ``thinking_blocks`` that are not a list of
-            thinking blocks.
+            thinking blocks, or a user message after the results of calls that code execution
+            made and waits for (see :func:`_check_code_waits`).
     """
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
@@ -94,7 +97,46 @@ def wire_conversation(
             out[-1]["content"] += blocks
         else:
             out.append({"role": role, "content": blocks})
+    _check_code_waits(messages, out)
     return system, out
+
+
+def _check_code_waits(messages: Sequence[ChatMessage], out: list[dict[str, Any]]) -> None:
+    """While code execution waits for the results of calls it made (programmatic tool
+    calling: the latest assistant message's calls with a ``caller`` that is not ``direct``),
+    the user turn that answers them may hold ``tool_result`` blocks only, as the API says. A
+    user message there would merge into it (the API combines consecutive user turns too), so
+    it is refused.
+
+    Raises:
+        ConfigurationError: a user message after the latest assistant message, which made
+            calls from code execution.
+    """
+    latest = next((m for m in reversed(messages) if m.role is MessageRole.ASSISTANT), None)
+    if latest is None or not out or out[-1]["role"] != "user":
+        return
+    waiting = _code_calls(latest)
+    if not waiting:
+        return
+    others = sorted({block.get("type", "?") for block in out[-1]["content"]} - {"tool_result"})
+    if others:
+        raise ConfigurationError(
+            f"a user message ({', '.join(others)} blocks) comes after the results of calls "
+            f"made from code execution ({', '.join(waiting)}): while the code waits for them "
+            "(programmatic tool calling), Anthropic's API takes a user turn of tool_result "
+            "blocks only; send the message after the model's answer"
+        )
+
+
+def _code_calls(message: ChatMessage) -> list[str]:
+    """The ids of the message's calls made from code execution (a ``caller`` that is not
+    ``direct``), in call order."""
+    callers = _callers(message)
+    return [
+        call.id
+        for call in message.tool_calls or ()
+        if call.id in callers and callers[call.id].get("type") != "direct"
+    ]
 
 
 def _blocks(parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
@@ -346,11 +388,7 @@ def pending_container(messages: Sequence[ChatMessage]) -> str | None:
     for message in reversed(messages):
         if message.role is MessageRole.TOOL:
             continue
-        if message.role is not MessageRole.ASSISTANT or not message.tool_calls:
-            return None
-        ids = {call.id for call in message.tool_calls}
-        callers = _callers(message)
-        if not any(caller.get("type") != "direct" for n, caller in callers.items() if n in ids):
+        if message.role is not MessageRole.ASSISTANT or not _code_calls(message):
             return None
         containers = message.provider_data.get(CONTAINER)
         if isinstance(containers, list | tuple) and containers:
