@@ -155,6 +155,16 @@ INTERLEAVED = (  # thinking between the text and the calls and between the calls
     + tool_block(6, "toolu_b", "get_time", '{"zone": "CET"}')
     + message_end("tool_use")
 )
+TEXT_BETWEEN_CALLS = (  # text after a call (interleaved thinking), and a last call after it
+    message_start()
+    + thinking_block(0, "Weather first.", signature="S0")
+    + text_block(1, "Checking.")
+    + tool_block(2, "toolu_a", "get_weather", '{"city": "Paris"}')
+    + thinking_block(3, "Now the time.", signature="S1")
+    + text_block(4, " And the time.")
+    + tool_block(5, "toolu_b", "get_time", '{"zone": "CET"}')
+    + message_end("tool_use")
+)
 SEARCH = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
 RESULTS = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
 UNKNOWN = (  # server tool blocks, an event type and a delta type the decoder does not know
@@ -214,6 +224,7 @@ SHAPED = {
     "unknown": UNKNOWN,
     "mcp": MCP,
     "interleaved": INTERLEAVED,
+    "text_between_calls": TEXT_BETWEEN_CALLS,
 }
 """Anthropic-shaped bodies by name."""
 

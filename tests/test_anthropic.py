@@ -20,6 +20,7 @@ from anthropic_streams import (
     RESULTS,
     SHAPED,
     TEXT,
+    TEXT_BETWEEN_CALLS,
     THINKING,
     UNKNOWN,
     WEB_CITATION,
@@ -1106,18 +1107,21 @@ async def test_redacted_blocks_go_back_in_the_next_round(nursery: trio.Nursery) 
     ]
 
 
-async def test_interleaved_thinking_goes_back_in_its_places(nursery: trio.Nursery) -> None:
-    # One response with thinking between its text and calls (interleaved thinking): the next
-    # round sends it back block for block as it came.
+@pytest.mark.parametrize("raw", [INTERLEAVED, TEXT_BETWEEN_CALLS], ids=["thinking", "text"])
+async def test_interleaved_thinking_goes_back_in_its_places(
+    nursery: trio.Nursery, raw: bytes
+) -> None:
+    # One response with thinking, or text, between its text and calls (interleaved thinking):
+    # the next round sends it back block for block as it came.
     server = SSEServer(check=anthropic_like)
     await nursery.start(server.serve)
-    server.add(Reply(cut(INTERLEAVED, 9)), Reply([TEXT]))
+    server.add(Reply(cut(raw, 9)), Reply([TEXT]))
     agent = FunctionInvokingChatClient(client_for(server, thinking=THINK), [get_weather, get_time])
     with trio.fail_after(20):
         response = await agent.get_response(USER)
     assert response.finish_reason is FinishReason.STOP
     decoder = AnthropicDecoder()
-    decode([INTERLEAVED], decoder)
+    decode([raw], decoder)
     assert server.requests[1].json["messages"][1] == {
         "role": "assistant",
         "content": decoder.blocks,

@@ -26,6 +26,7 @@ from anthropic_streams import (
     SEARCH,
     SHAPED,
     TEXT,
+    TEXT_BETWEEN_CALLS,
     THINKING,
     UNKNOWN,
     decode,
@@ -734,6 +735,18 @@ def test_any_split_of_the_bytes_gives_the_same_updates(name: str, data: st.DataO
     assert outcome(cuts(raw, points)) == outcome([raw])
 
 
+def as_sent(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Blocks as the API reads them: text blocks next to each other as one, a call without its
+    input (arguments that are not an object go as ``{}``)."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if block["type"] == "text" and out and out[-1]["type"] == "text":
+            out[-1] = {"type": "text", "text": out[-1]["text"] + block["text"]}
+        else:
+            out.append({k: v for k, v in block.items() if k != "input"})
+    return out
+
+
 @given(
     st.lists(
         st.one_of(
@@ -767,11 +780,16 @@ def test_any_generated_stream_under_any_split(
     raw += message_end(stop_reason)
     points = data.draw(st.lists(st.integers(1, len(raw) - 1), max_size=30))
     updates = decode(cuts(raw, points))
-    assert updates == decode([raw])
+    decoder = AnthropicDecoder()
+    assert updates == decode([raw], decoder)
     message = message_of(updates) or ChatMessage.assistant("")  # None: the response was empty
     assert message.text == "".join(texts)
     assert list(message.tool_calls or ()) == calls
     assert message.reasoning == ("".join(thoughts) or None)
+    # It goes back as the API returned it, block for block (the API refuses the latest
+    # assistant message's blocks moved, with thinking on), text after a call too.
+    _, wire = wire_conversation([ChatMessage.user("?"), message])
+    assert as_sent(wire[1]["content"] if wire[1:] else []) == as_sent(decoder.blocks)
     if stop_reason == "refusal":
         assert updates[-1].finish_reason is FinishReason.CONTENT_FILTER
     elif calls:
@@ -965,3 +983,15 @@ def test_a_continued_responses_thinking_is_placed_after_what_the_paused_one_kept
     ]
     _, wire = wire_conversation([ChatMessage.user("?"), message])
     assert [b["type"] for b in wire[1]["content"]] == ["thinking", "text", "thinking"]
+
+
+def test_a_call_that_text_came_after_keeps_its_place_in_the_text() -> None:
+    # The message keeps the turn's text as one string: a call that text came after says how
+    # much of it came before the call; the last call, after all of it, needs no place.
+    message = message_of(decode([TEXT_BETWEEN_CALLS]))
+    assert message is not None
+    assert message.text == "Checking. And the time."
+    assert message.provider_data["tool_places"] == [{"id": "toolu_a", "text_at": 9}]
+    only_before = message_of(decode([PARALLEL]))
+    assert only_before is not None
+    assert "tool_places" not in only_before.provider_data

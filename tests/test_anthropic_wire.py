@@ -386,6 +386,52 @@ def test_thinking_blocks_go_back_in_their_places(
     assert messages[1]["content"] == expected
 
 
+@pytest.mark.parametrize(
+    ("places", "order"),
+    [
+        ([{"id": "toolu_1", "text_at": 6}], ["Let m", "S1", "e", USE_1, "S2", " check.", USE_2]),
+        (  # no places (a transcript from before they were kept): the text before the calls
+            None,
+            ["Let m", "S1", "e check.", USE_1, "S2", USE_2],
+        ),
+        (  # entries that are not places are left out: that call goes after all the text
+            [{"id": "toolu_1", "text_at": -1}, {"id": 1, "text_at": 2}, {"text_at": 2}, "x"],
+            ["Let m", "S1", "e check.", USE_1, "S2", USE_2],
+        ),
+        (  # a place before a block's that came first (edited by hand): no earlier than it
+            [{"id": "toolu_1", "text_at": 2}],
+            ["Let m", "S1", USE_1, "e", "S2", " check.", USE_2],
+        ),
+        ([{"id": "toolu_1", "text_at": 99}], ["Let m", "S1", "e check.", USE_1, "S2", USE_2]),
+    ],
+)
+def test_text_after_a_call_goes_back_after_it(places: Any, order: list[Any]) -> None:
+    # Text, a call, more text (interleaved thinking): the API refuses the latest assistant
+    # message's blocks moved; the text is cut where each call came (provider_data["tool_places"]).
+    data: dict[str, Any] = {
+        "thinking_blocks": [sig(0), sig(1), sig(2)],
+        "thinking_places": [
+            {"block": 1, "after_calls": 0, "after_text": True, "text_at": 5},
+            {"block": 2, "after_calls": 1, "after_text": True, "text_at": 6},
+        ],
+    }
+    if places is not None:
+        data["tool_places"] = places
+    assistant = ChatMessage(
+        MessageRole.ASSISTANT, "Let me check.", (CALL_1, CALL_T), provider_data=data
+    )
+    _, messages = wire_conversation([ChatMessage.user("?"), assistant])
+    expected = [
+        sig(int(b[1:]))
+        if isinstance(b, str) and b[:1] == "S" and b[1:].isdigit()
+        else {"type": "text", "text": b}
+        if isinstance(b, str)
+        else b
+        for b in order
+    ]
+    assert messages[1]["content"] == [sig(0), *expected]
+
+
 def test_reasoning_without_signed_blocks_is_not_sent() -> None:
     from_elsewhere = ChatMessage.assistant("", [CALL_1], reasoning="I think (from DeepSeek).")
     _, messages = wire_conversation([from_elsewhere])
@@ -648,6 +694,67 @@ def test_tool_callers_that_are_not_entries_are_left_out(entries: Any) -> None:
     assert messages[0]["content"] == [
         {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
     ]
+
+
+CODE_CALLER = {"type": "code_execution_20260120", "tool_id": "srvtoolu_code"}
+
+
+def code_call(caller: dict[str, Any]) -> ChatMessage:
+    """An assistant message whose call code execution made (programmatic tool calling)."""
+    return ChatMessage(
+        MessageRole.ASSISTANT,
+        "I'll query it.",
+        (CALL_1,),
+        provider_data={
+            "tool_callers": [{"id": "toolu_1", "caller": caller}],
+            "container": [{"id": "cont_1", "expires_at": "2026-01-20T14:30:00Z"}],
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("after", "kinds"),
+    [
+        ([ChatMessage.tool_result(CALL_1, "5"), ChatMessage.user("What next?")], "text"),
+        ([ChatMessage.user("Also this."), ChatMessage.tool_result(CALL_1, "5")], "text"),
+        ([ChatMessage.tool_result(CALL_1, "5"), ChatMessage.user([PNG])], "image"),
+    ],
+)
+def test_a_user_message_while_code_waits_for_results_is_a_configuration_error(
+    after: list[ChatMessage], kinds: str
+) -> None:
+    # The API takes only tool_result blocks in the user turn that answers calls its code
+    # waits for, "not even text after the tool results"; and it would merge a user message of
+    # its own into that turn.
+    conversation = [ChatMessage.user("?"), code_call(CODE_CALLER), *after]
+    with pytest.raises(
+        ConfigurationError, match=rf"\({kinds} blocks\).*code execution \(toolu_1\)"
+    ):
+        wire_conversation(conversation)
+    with pytest.raises(ConfigurationError, match="tool_result blocks only"):
+        body(conversation)
+
+
+def test_a_user_message_after_direct_calls_or_the_answer_merges_as_before() -> None:
+    direct = [
+        ChatMessage.user("?"),
+        code_call({"type": "direct"}),
+        ChatMessage.tool_result(CALL_1, "5"),
+        ChatMessage.user("What next?"),
+    ]
+    _, messages = wire_conversation(direct)
+    assert [b["type"] for b in messages[-1]["content"]] == ["tool_result", "text"]
+    answered = [
+        ChatMessage.user("?"),
+        code_call(CODE_CALLER),
+        ChatMessage.tool_result(CALL_1, "5"),
+        ChatMessage.assistant("C1 leads."),
+        ChatMessage.user("And C2?"),
+    ]
+    _, messages = wire_conversation(answered)
+    assert messages[-1] == {"role": "user", "content": [{"type": "text", "text": "And C2?"}]}
+    waiting = [ChatMessage.user("?"), code_call(CODE_CALLER), ChatMessage.tool_result(CALL_1, "5")]
+    assert body(waiting)["container"] == "cont_1"
 
 
 @pytest.mark.parametrize(

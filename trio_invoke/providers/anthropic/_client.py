@@ -377,8 +377,10 @@ class AnthropicChatClient(Pooled):
 
         Raises:
             ConfigurationError: ``options.model_options`` sets a field the client owns,
-                ``options.tool_choice`` is not one the API has, or a server tool has the name
-                of a function tool.
+                ``options.tool_choice`` is not one the API has, a server tool has the name
+                of a function tool, or a user message comes with the results of calls that
+                code execution waits for (programmatic tool calling: the API takes
+                ``tool_result`` blocks only there).
         """
         options = options or RunOptions()
         system, wire = wire_conversation(messages)

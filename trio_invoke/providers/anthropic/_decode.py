@@ -12,7 +12,8 @@ turns them into updates:
 * a ``text`` block's ``text_delta`` pieces into ``TextDelta``;
 * a ``tool_use`` block into ``ToolCallStart(id, name)``, its ``input_json_delta`` pieces into
   ``ToolCallArgs`` (a block with no pieces has the arguments ``{}``), its stop into
-  ``ToolCallEnd``;
+  ``ToolCallEnd``; where text came after it, its place in the text into a ``ProviderDataDelta``
+  of the field ``tool_places`` (``TOOL_PLACES``), so that the text goes back around it;
 * a ``thinking`` block's ``thinking_delta`` pieces into ``ReasoningDelta``, and the block itself
   -- its text and its ``signature_delta`` pieces -- into one ``ProviderDataDelta`` of the field
   ``thinking_blocks`` when it is whole (its ``content_block_stop``: a block cut short is not
@@ -77,6 +78,7 @@ __all__ = [
     "THINKING_BLOCKS",
     "THINKING_PLACES",
     "TOOL_CALLERS",
+    "TOOL_PLACES",
     "AnthropicDecoder",
     "error_description",
     "error_message",
@@ -111,6 +113,11 @@ TOOL_CALLERS: Final = "tool_callers"
 """The ``provider_data`` field that holds the ``caller`` of each ``tool_use`` block that had one
 (``{"type": "direct"}``, or the code execution run of programmatic tool calling):
 ``{"id": call_id, "caller": {...}}``; it goes back on the call's ``tool_use`` block."""
+TOOL_PLACES: Final = "tool_places"
+"""The ``provider_data`` field that says where a ``tool_use`` block came that text came after
+(the message keeps the turn's text as one string): ``{"id": call_id, "text_at": chars}``, how
+many characters of the turn's text came before it. The text goes back cut there, the call
+between the pieces; a call with no entry goes after all the text."""
 STOP_REASONS: Final = {
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,
@@ -201,6 +208,7 @@ class AnthropicDecoder:
         self._blocks: dict[int, _Block] = {}
         self._order: list[_Block] = []
         self._calls = 0
+        self._unplaced: list[tuple[int, _Block]] = []  # the tool_use blocks since the text
         self.kept: int = after.kept if after is not None else 0
         """How many thinking blocks of the turn went out (``ProviderDataDelta``) so far."""
         self.texted: bool = after.texted if after is not None else False
@@ -383,9 +391,7 @@ class AnthropicDecoder:
         if kind == "text":
             text = content.get("text")
             if isinstance(text, str) and text:
-                self.texted = True
-                self.text_length += len(text)
-                return [TextDelta(text)]
+                return self._text(text)
             return []
         if kind == "tool_use":
             return self._tool_start(index, block, content)
@@ -426,6 +432,7 @@ class AnthropicDecoder:
             raise ModelResponseError(f"the server sent tool_use id {call_id!r} twice")
         block.call_id = call_id
         self._calls += 1
+        self._unplaced.append((index, block))
         start = ToolCallStart(call_id, name)
         caller = content.get("caller")
         if not isinstance(caller, dict):
@@ -439,6 +446,20 @@ class AnthropicDecoder:
                 f"the server sent a tool_use block ({call_id}) whose caller is not JSON ({exc})"
             ) from exc
         return [start, piece]
+
+    def _text(self, text: str) -> list[AgentResponseUpdate]:
+        """A piece of the turn's text, after the place of each call that came before it and
+        after the text before (``TOOL_PLACES``)."""
+        places: list[AgentResponseUpdate] = [
+            ProviderDataDelta(
+                TOOL_PLACES, self._key(index), update={"id": call.call_id, "text_at": call.text_at}
+            )
+            for index, call in self._unplaced
+        ]
+        self._unplaced.clear()
+        self.texted = True
+        self.text_length += len(text)
+        return [*places, TextDelta(text)]
 
     def _open(self, data: Mapping[str, Any], event: str) -> _Block:
         index = self._index(data, event)
@@ -469,11 +490,7 @@ class AnthropicDecoder:
         if kind == "text_delta":
             text = self._piece(delta, "text", block, ("text",))
             block.raw["text"] = block.raw.get("text", "") + text
-            if not text:
-                return []
-            self.texted = True
-            self.text_length += len(text)
-            return [TextDelta(text)]
+            return self._text(text) if text else []
         if kind == "input_json_delta":
             piece = self._piece(delta, "partial_json", block, ("tool_use",))
             block.json.append(piece)

@@ -12,7 +12,9 @@ takes it.
   as the API sent them: the signatures are checked), then its text, then a ``tool_use`` block per
   call in call order (a thinking block that came after the text or after calls --
   interleaved thinking, ``provider_data["thinking_places"]`` -- goes back there: the API
-  refuses the blocks of the latest assistant message moved), and so does each block of the
+  refuses the blocks of the latest assistant message moved; so does text that came after a
+  call, the text cut where each call came, ``provider_data["tool_places"]``; without it, all
+  the text goes before the calls), and so does each block of the
   API's own doing (``provider_data["server_blocks"]``: a server tool's use and result, ...,
   with its place, the text cut there; a cited text block's text goes as a block of its own
   with its ``citations``, ``provider_data["text_citations"]``, and a call with its ``caller``,
@@ -21,7 +23,9 @@ takes it.
   as ``{}``: the call's result tells the model what was wrong). Reasoning without thinking
   blocks (from another provider) is not sent: the API takes only signed thinking.
 * The tool messages answering one batch become ``tool_result`` blocks in one user message, in
-  call order, with ``is_error`` for error results: a tool message marked
+  call order (answering calls that code execution made and waits for -- programmatic tool
+  calling -- that message may hold nothing else, as the API says: a user message after them
+  is a :class:`ConfigurationError`), with ``is_error`` for error results: a tool message marked
   ``provider_data["is_error"]`` true, or, with no mark, one whose text is the loop's error text
   (``"Error: ..."``). The loop marks its results where the text would say otherwise (an
   error in a middleware's words is marked true, a success that reads ``"Error: ..."`` false).
@@ -56,6 +60,7 @@ from ._decode import (
     THINKING_BLOCKS,
     THINKING_PLACES,
     TOOL_CALLERS,
+    TOOL_PLACES,
 )
 
 __all__ = ["pending_container", "wire_conversation", "wire_tool_choice", "wire_tools"]
@@ -71,7 +76,8 @@ def wire_conversation(
 
     Raises:
         ConfigurationError: an assistant message's ``thinking_blocks`` that are not a list of
-            thinking blocks.
+            thinking blocks, or a user message after the results of calls that code execution
+            made and waits for (see :func:`_check_code_waits`).
     """
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
@@ -91,7 +97,46 @@ def wire_conversation(
             out[-1]["content"] += blocks
         else:
             out.append({"role": role, "content": blocks})
+    _check_code_waits(messages, out)
     return system, out
+
+
+def _check_code_waits(messages: Sequence[ChatMessage], out: list[dict[str, Any]]) -> None:
+    """While code execution waits for the results of calls it made (programmatic tool
+    calling: the latest assistant message's calls with a ``caller`` that is not ``direct``),
+    the user turn that answers them may hold ``tool_result`` blocks only, as the API says. A
+    user message there would merge into it (the API combines consecutive user turns too), so
+    it is refused.
+
+    Raises:
+        ConfigurationError: a user message after the latest assistant message, which made
+            calls from code execution.
+    """
+    latest = next((m for m in reversed(messages) if m.role is MessageRole.ASSISTANT), None)
+    if latest is None or not out or out[-1]["role"] != "user":
+        return
+    waiting = _code_calls(latest)
+    if not waiting:
+        return
+    others = sorted({block.get("type", "?") for block in out[-1]["content"]} - {"tool_result"})
+    if others:
+        raise ConfigurationError(
+            f"a user message ({', '.join(others)} blocks) comes after the results of calls "
+            f"made from code execution ({', '.join(waiting)}): while the code waits for them "
+            "(programmatic tool calling), Anthropic's API takes a user turn of tool_result "
+            "blocks only; send the message after the model's answer"
+        )
+
+
+def _code_calls(message: ChatMessage) -> list[str]:
+    """The ids of the message's calls made from code execution (a ``caller`` that is not
+    ``direct``), in call order."""
+    callers = _callers(message)
+    return [
+        call.id
+        for call in message.tool_calls or ()
+        if call.id in callers and callers[call.id].get("type") != "direct"
+    ]
 
 
 def _blocks(parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
@@ -157,17 +202,26 @@ def _assistant(message: ChatMessage) -> list[dict[str, Any]]:
     ]
     kept += _server_blocks(message, len(thinking))
     kept.sort(key=lambda item: item.order)
+    # A call goes where it came in the text (TOOL_PLACES), or after all of it; a block after
+    # a call goes after it, and no earlier in the text (after all of it, after more calls than
+    # the message has).
+    end = len(message.content) if isinstance(message.content, str) else 1
     slots: list[list[_Kept]] = [[] for _ in range(len(calls) + 1)]
     for item in kept:
-        slots[min(item.after_calls, len(calls))].append(item)
-    blocks = _around_text(message, slots[0])
-    for call, after in zip(calls, slots[1:], strict=True):
-        blocks += [call, *(item.block for item in after)]
-    return blocks
+        beyond = item.after_calls > len(calls)
+        slots[min(item.after_calls, len(calls))].append(
+            attrs.evolve(item, text_at=end) if beyond else item
+        )
+    text_places = _tool_places(message)
+    sequence = list(slots[0])
+    for n, (call, after) in enumerate(zip(calls, slots[1:], strict=True), 1):
+        sequence.append(_Kept((0, 0, 0), n, text_places.get(call["id"], end), call))
+        sequence += after
+    return _around_text(message, sequence)
 
 
 def _around_text(message: ChatMessage, kept: list[_Kept]) -> list[dict[str, Any]]:
-    """The message's text with the blocks that came before any call, each at its place in
+    """The message's text with its other blocks (in the order they came), each at its place in
     the text (text as a plain string is cut there; content parts are not: a block goes before
     them or after)."""
     text = message.content if isinstance(message.content, str) else None
@@ -175,7 +229,7 @@ def _around_text(message: ChatMessage, kept: list[_Kept]) -> list[dict[str, Any]
     places: list[int] = []
     following = end
     for item in reversed(kept):  # a place not known: where the next known one is
-        at = following if item.text_at is None or item.after_calls else item.text_at
+        at = following if item.text_at is None else item.text_at
         following = min(max(at, 0), end)
         places.append(following)
     places.reverse()
@@ -183,7 +237,7 @@ def _around_text(message: ChatMessage, kept: list[_Kept]) -> list[dict[str, Any]
     blocks: list[dict[str, Any]] = []
     cut = 0
     for item, place in zip(kept, places, strict=True):
-        at = max(place, cut)  # (places out of order: one edited by hand)
+        at = max(place, cut)  # (places out of order: one edited by hand, one after a call)
         if at > cut:
             blocks += _text_between(message, text, cut, at, spans)
             cut = at
@@ -269,6 +323,23 @@ def _callers(message: ChatMessage) -> dict[str, Any]:
     return callers
 
 
+def _tool_places(message: ChatMessage) -> dict[str, int]:
+    """How many characters of the text came before each call that text came after
+    (``TOOL_PLACES``), by call id; an entry that is not one is left out (the call goes after
+    all the text)."""
+    entries = message.provider_data.get(TOOL_PLACES)
+    if not isinstance(entries, list | tuple):
+        return {}
+    places: dict[str, int] = {}
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        call_id, text_at = entry.get("id"), entry.get("text_at")
+        if isinstance(call_id, str) and _count(text_at):
+            places[call_id] = text_at
+    return places
+
+
 def _server_blocks(message: ChatMessage, thinking: int) -> list[_Kept]:
     """The message's ``server_blocks`` (``SERVER_BLOCKS``), each with its place; a place that
     is missing or not a count goes first, after the thinking blocks.
@@ -317,11 +388,7 @@ def pending_container(messages: Sequence[ChatMessage]) -> str | None:
     for message in reversed(messages):
         if message.role is MessageRole.TOOL:
             continue
-        if message.role is not MessageRole.ASSISTANT or not message.tool_calls:
-            return None
-        ids = {call.id for call in message.tool_calls}
-        callers = _callers(message)
-        if not any(caller.get("type") != "direct" for n, caller in callers.items() if n in ids):
+        if message.role is not MessageRole.ASSISTANT or not _code_calls(message):
             return None
         containers = message.provider_data.get(CONTAINER)
         if isinstance(containers, list | tuple) and containers:
