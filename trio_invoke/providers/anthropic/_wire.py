@@ -274,13 +274,8 @@ def _citations(message: ChatMessage, end: int) -> list[tuple[int, int, list[Any]
     """Where the message's cited text blocks are in its text (``TEXT_CITATIONS``), each
     ``(start, stop, citations)``, in order; an entry that is not one, or that overlaps one
     before it, is left out (its text goes back without them)."""
-    entries = message.provider_data.get(TEXT_CITATIONS)
-    if not isinstance(entries, list | tuple):
-        return []
     spans: list[tuple[int, int, list[Any]]] = []
-    for entry in entries:
-        if not isinstance(entry, Mapping):
-            continue
+    for entry in _entries(message, TEXT_CITATIONS):
         at, length, citations = entry.get("text_at"), entry.get("length"), entry.get("citations")
         if (
             _count(at)
@@ -303,16 +298,19 @@ def _count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _entries(message: ChatMessage, field: str) -> list[Mapping[str, Any]]:
+    """The objects of the message's list ``provider_data[field]``; anything else is left out."""
+    entries = message.provider_data.get(field)
+    if not isinstance(entries, list | tuple):
+        return []
+    return [entry for entry in entries if isinstance(entry, Mapping)]
+
+
 def _callers(message: ChatMessage) -> dict[str, Any]:
     """The ``caller`` of each call that had one (``TOOL_CALLERS``), by call id; an entry that
     is not one is left out."""
-    entries = message.provider_data.get(TOOL_CALLERS)
-    if not isinstance(entries, list | tuple):
-        return {}
     callers: dict[str, Any] = {}
-    for entry in entries:
-        if not isinstance(entry, Mapping):
-            continue
+    for entry in _entries(message, TOOL_CALLERS):
         call_id, caller = entry.get("id"), entry.get("caller")
         if (
             isinstance(call_id, str)
@@ -327,13 +325,8 @@ def _tool_places(message: ChatMessage) -> dict[str, int]:
     """How many characters of the text came before each call that text came after
     (``TOOL_PLACES``), by call id; an entry that is not one is left out (the call goes after
     all the text)."""
-    entries = message.provider_data.get(TOOL_PLACES)
-    if not isinstance(entries, list | tuple):
-        return {}
     places: dict[str, int] = {}
-    for entry in entries:
-        if not isinstance(entry, Mapping):
-            continue
+    for entry in _entries(message, TOOL_PLACES):
         call_id, text_at = entry.get("id"), entry.get("text_at")
         if isinstance(call_id, str) and _count(text_at):
             places[call_id] = text_at
@@ -365,9 +358,7 @@ def _server_blocks(message: ChatMessage, thinking: int) -> list[_Kept]:
 
     def count(entry: Mapping[str, Any], key: str, default: int) -> int:
         value = entry.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-        return default
+        return value if _count(value) else default
 
     return [
         _Kept(
@@ -404,22 +395,14 @@ def _places(message: ChatMessage, kept: int) -> dict[int, tuple[int, bool, int |
     place in ``thinking_blocks``: calls before, text before, and how many characters of it
     (``None``: not known, an entry from before it was kept); an entry that is not one is left
     out."""
-    places = message.provider_data.get(THINKING_PLACES)
-    if not isinstance(places, list | tuple):
-        return {}
     out: dict[int, tuple[int, bool, int | None]] = {}
-    for place in places:
-        if not isinstance(place, Mapping):
-            continue
+    for place in _entries(message, THINKING_PLACES):
         n, calls, texted = place.get("block"), place.get("after_calls"), place.get("after_text")
         if (
-            isinstance(n, int)
-            and isinstance(calls, int)
-            and not isinstance(n, bool)
-            and not isinstance(calls, bool)
+            _count(n)
+            and _count(calls)
             and isinstance(texted, bool)
-            and 0 <= n < kept
-            and calls >= 0
+            and n < kept
             and (calls, texted) != (0, False)
         ):
             text_at = place.get("text_at")
