@@ -149,6 +149,19 @@ def _whole(block: _Block) -> dict[str, Any]:
     return raw
 
 
+def _data_piece(field: str, key: str, update: Mapping[str, Any], what: str) -> ProviderDataDelta:
+    """A ``ProviderDataDelta`` of the response's own data, to go back with the message.
+
+    Raises:
+        ModelResponseError: it holds NaN or an infinity (``1e400``), which cannot go back as
+            JSON; ``what`` says what the server sent.
+    """
+    try:
+        return ProviderDataDelta(field, key, update=update)
+    except ValueError as exc:
+        raise ModelResponseError(f"the server sent {what} ({exc})") from exc
+
+
 @attrs.define
 class _Block:
     """One content block of the response, as far as it has come."""
@@ -332,12 +345,7 @@ class AnthropicDecoder:
         """The code execution container's piece (``CONTAINER``), if the event named one."""
         if not (isinstance(container, dict) and isinstance(container.get("id"), str)):
             return []
-        try:
-            return [ProviderDataDelta(CONTAINER, CONTAINER, update=container)]
-        except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
-            raise ModelResponseError(
-                f"the server sent a container that is not JSON ({exc})"
-            ) from exc
+        return [_data_piece(CONTAINER, CONTAINER, container, "a container that is not JSON")]
 
     def _count(self, usage: Mapping[str, Any]) -> None:
         """Take the counts ``usage`` has (``message_delta``'s are cumulative and may repeat
@@ -411,13 +419,9 @@ class AnthropicDecoder:
             block.key = self._key(index)
             return [ReasoningDelta(thinking)] if thinking else []
         if kind == "redacted_thinking":
-            try:
-                piece = ProviderDataDelta(THINKING_BLOCKS, self._key(index), update=content)
-                return self._kept(block, piece)
-            except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
-                raise ModelResponseError(
-                    f"the server sent a redacted_thinking block that is not JSON ({exc})"
-                ) from exc
+            what = "a redacted_thinking block that is not JSON"
+            piece = _data_piece(THINKING_BLOCKS, self._key(index), content, what)
+            return self._kept(block, piece)
         return []  # server tool use and results, compaction, ...: kept in .blocks only
 
     def _tool_start(
@@ -437,14 +441,12 @@ class AnthropicDecoder:
         caller = content.get("caller")
         if not isinstance(caller, dict):
             return [start]
-        try:  # programmatic tool calling: the call goes back with its caller
-            piece = ProviderDataDelta(
-                TOOL_CALLERS, self._key(index), update={"id": call_id, "caller": caller}
-            )
-        except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
-            raise ModelResponseError(
-                f"the server sent a tool_use block ({call_id}) whose caller is not JSON ({exc})"
-            ) from exc
+        piece = _data_piece(  # programmatic tool calling: the call goes back with its caller
+            TOOL_CALLERS,
+            self._key(index),
+            {"id": call_id, "caller": caller},
+            f"a tool_use block ({call_id}) whose caller is not JSON",
+        )
         return [start, piece]
 
     def _text(self, text: str) -> list[AgentResponseUpdate]:
@@ -568,12 +570,8 @@ class AnthropicDecoder:
         is not kept): one ``SERVER_BLOCKS`` piece, with its place."""
         place = dict(block.server or {})
         key = place.pop("key")
-        try:
-            return [ProviderDataDelta(SERVER_BLOCKS, key, update={"block": _whole(block), **place})]
-        except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
-            raise ModelResponseError(
-                f"the server sent a {block.kind} block that is not JSON ({exc})"
-            ) from exc
+        update = {"block": _whole(block), **place}
+        return [_data_piece(SERVER_BLOCKS, key, update, f"a {block.kind} block that is not JSON")]
 
     def _citations(self, block: _Block) -> list[AgentResponseUpdate]:
         """A text block's ``citations``, if it had some and text (``TEXT_CITATIONS``)."""
@@ -582,12 +580,7 @@ class AnthropicDecoder:
             return []
         where = {"text_at": block.text_at, "length": len(text), "citations": citations}
         index = next(n for n, started in self._blocks.items() if started is block)
-        try:
-            return [ProviderDataDelta(TEXT_CITATIONS, self._key(index), update=where)]
-        except ValueError as exc:  # NaN or an infinity (1e400): it cannot go back as JSON
-            raise ModelResponseError(
-                f"the server sent citations that are not JSON ({exc})"
-            ) from exc
+        return [_data_piece(TEXT_CITATIONS, self._key(index), where, "citations that are not JSON")]
 
     def _kept(self, block: _Block, piece: ProviderDataDelta) -> list[AgentResponseUpdate]:
         """A thinking block's piece, and where it came if not first (``THINKING_PLACES``)."""
