@@ -1797,6 +1797,22 @@ async def test_the_tool_list_follows_the_server(make_server: Any, protocol: str)
             assert set(by_remote(server)) == (BASE_TOOLS | {"weather"}) - {"echo"}
 
 
+async def test_one_tool_list_change_is_one_listing(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # A change comes on the subscriptions/listen stream, and the SDK tees it to the message
+    # handler too: the tools are listed once for it, not once for each.
+    http = HTTPServer(log, "--page-size", "100")  # (the server logs each tools/list page)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url) as server:
+            before = len(log.events("tools/list"))
+            await by_remote(server)["add_tool"].execute({"name": "weather"})
+            await wait_for_tool(server, "weather")
+            await trio.sleep(0.5)  # (a real wait: a second listing would come meanwhile)
+            assert len(log.events("tools/list")) == before + 1
+
+
 async def test_tool_list_changes_are_followed_again_after_an_http_server_restart(
     log: Log, http_servers: list[HTTPServer]
 ) -> None:

@@ -1532,8 +1532,10 @@ class MCPServer:
                         else:
                             self._tools_changed()  # what changed while no stream was open
                             _log.info("%s: listening for tool list changes again", self._who)
+                        # Held open only: the SDK tees each change to the message handler
+                        # too (_on_message), which refreshes the tools, once per change.
                         async for _ in subscription:
-                            self._tools_changed()
+                            pass
                     why = "the server closed it"
                 except Exception as exc:  # no stream, the connection gone, or SubscriptionLost
                     why = _summary(exc)
