@@ -34,7 +34,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequen
 from importlib import metadata
 from os import PathLike
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Self
 from urllib.parse import urlsplit
 
 import anyio
@@ -552,14 +552,32 @@ transport sends each request, and reads its response, in the context it was sent
 logging.getLogger("mcp.client.streamable_http").addFilter(_SDKParseErrors())
 
 
-class _WatchedStream:
+class _Wrapped:
+    """One of the transport's streams, wrapped: closing or leaving the wrapper closes it."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _WatchedStream(_Wrapped):
     """The transport's read stream, reporting its end to the server: once the server's side of
     the connection is gone, later calls are answered at once without trying."""
 
-    __slots__ = ("_noted", "_on_end", "_stream")
+    __slots__ = ("_noted", "_on_end")
 
     def __init__(self, stream: Any, on_end: Any, noted: _Noted) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._on_end = on_end
         self._noted = noted
 
@@ -600,15 +618,6 @@ class _WatchedStream:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def __aenter__(self) -> _WatchedStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 def _readable(exc: pydantic.ValidationError) -> SessionMessage | Exception:
@@ -665,14 +674,14 @@ class _Handshake:
     """The SDK's client, once the handshake is done."""
 
 
-class _NotedWrites:
+class _NotedWrites(_Wrapped):
     """The transport's write stream, noting in :class:`_Handshake` which handshake request
     went out last, and sending each message with :data:`_IN_CONNECTION` set."""
 
-    __slots__ = ("_handshake", "_stream")
+    __slots__ = ("_handshake",)
 
     def __init__(self, stream: Any, handshake: _Handshake) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._handshake = handshake
 
     async def send(self, item: Any) -> None:
@@ -686,15 +695,6 @@ class _NotedWrites:
             await self._stream.send(item)
         finally:
             _IN_CONNECTION.reset(token)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def __aenter__(self) -> _NotedWrites:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 @contextlib.asynccontextmanager
