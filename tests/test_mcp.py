@@ -1394,6 +1394,7 @@ async def test_connecting_again_to_a_server_that_hangs_is_bounded(
                 http.kill()
                 with trio.fail_after(5), pytest.raises(MCPToolError) as first:
                     await add.execute({"a": 1, "b": 2})  # finds it gone
+                await first_attempt_over(server)
                 await listener.start(hold_silently, http.port)
                 with trio.fail_after(2), pytest.raises(MCPTimeoutError) as timed_out:
                     await add.execute({"a": 1, "b": 2})
@@ -1481,6 +1482,7 @@ async def test_leaving_the_block_while_connecting_again_to_a_server_that_is_back
                 http.kill()
                 with trio.fail_after(5), pytest.raises(MCPToolError):
                     await add.execute({"a": 1, "b": 2})  # finds it gone
+                await first_attempt_over(server)
                 http_servers.append(HTTPServer(log, port=http.port))
                 monkeypatch.setattr(trio_invoke.mcp._server._HTTP, "reachable", slow_probe)
                 nursery.start_soon(wait_for_it, add)
@@ -1540,6 +1542,7 @@ async def test_ctrl_c_while_connecting_again_comes_out_at_once(
                         http.kill()
                         with trio.fail_after(5), pytest.raises(MCPToolError):
                             await add.execute({"a": 1, "b": 2})  # finds it gone
+                        await first_attempt_over(server)
                         await listener.start(hold_silently, http.port)
                         nursery.start_soon(wait_for_it, add)
                         while server._attempt is None:  # noqa: ASYNC110 -- a real connection
@@ -1551,6 +1554,15 @@ async def test_ctrl_c_while_connecting_again_comes_out_at_once(
             listener.cancel_scope.cancel()
     assert "is not available: it was closed" in str(waiting[0])
     assert not server.available
+
+
+async def first_attempt_over(server: MCPServer) -> None:
+    """Until the attempt to connect again made in the background at the loss has failed (call
+    it before the server's port takes connections again): the next attempt is to what takes
+    them."""
+    with trio.fail_after(5):
+        while server._again is None or server._attempt is not None:  # noqa: ASYNC110
+            await trio.sleep(0.02)
 
 
 async def hold_silently(port: int, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -1832,7 +1844,7 @@ async def test_tool_list_changes_are_followed_again_after_an_http_server_restart
             http_servers.append(HTTPServer(log, port=http.port))  # (this loop waits meanwhile)
             await wait_for_tool(server, "before", present=False)  # listed again
             assert server.available
-            assert await by_remote(server)["add_tool"].execute({"name": "after"}) == ("added after")
+            assert await by_remote(server)["add_tool"].execute({"name": "after"}) == "added after"
             await wait_for_tool(server, "after")  # followed again
             assert set(by_remote(server)) == BASE_TOOLS | {"after"}
 
@@ -1847,11 +1859,15 @@ async def test_a_tool_list_change_while_connecting_again_is_followed(
     http_servers.append(http)
     listing = MCPServer._list
     other: list[MCPServer] = []
+    changed = []
 
     async def list_then_change(self: MCPServer, client: Any) -> Any:
         listed = await listing(self, client)
-        if self is not other[0] and other[0].available:
+        if self is server and not changed:  # connecting again, in the background or for a call
+            while not (other and other[0].available):  # noqa: ASYNC110 -- another process
+                await trio.sleep(0.05)
             await by_remote(other[0])["add_tool"].execute({"name": "late"})
+            changed.append(True)
             await trio.sleep(0.5)  # (the announcement arrives meanwhile)
         return listed
 
@@ -1861,12 +1877,89 @@ async def test_a_tool_list_change_while_connecting_again_is_followed(
             http.kill()
             with trio.fail_after(5), pytest.raises(MCPToolError):
                 await add.execute({"a": 1, "b": 2})  # finds it gone
+            monkeypatch.setattr(MCPServer, "_list", list_then_change)
             http_servers.append(HTTPServer(log, port=http.port))
             async with MCPServer.http(http.url) as changer:
                 other.append(changer)
-                monkeypatch.setattr(MCPServer, "_list", list_then_change)
                 assert await add.execute({"a": 1, "b": 2}) == "3"  # connected again
                 await wait_for_tool(server, "late")
+                assert changed
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_http_server_found_gone_is_connected_to_again_without_a_call(
+    log: Log, http_servers: list[HTTPServer], protocol: str
+) -> None:
+    # A request in flight when the server goes away loses the connection (its call's result
+    # says so). Once the server is back on its port the connection is made again in the
+    # background, with no call to ask for it: `server.tools` is the restarted server's list
+    # (it lost the tool added before), and its changes are followed again.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol=protocol) as server:
+            assert await by_remote(server)["add_tool"].execute({"name": "before"}) == (
+                "added before"
+            )
+            await wait_for_tool(server, "before")
+            http.kill()
+            with trio.fail_after(5), pytest.raises(MCPToolError, match="connection ended"):
+                await by_remote(server)["add"].execute({"a": 1, "b": 2})  # finds it gone
+            assert not server.available
+            port = http.port
+            http_servers.append(await trio.to_thread.run_sync(lambda: HTTPServer(log, port=port)))
+            await wait_for_tool(server, "before", present=False)  # no call: listed again
+            assert server.available
+            assert await by_remote(server)["add_tool"].execute({"name": "after"}) == ("added after")
+            await wait_for_tool(server, "after")  # followed again
+
+
+async def test_connecting_again_in_the_background_backs_off_and_ends_with_the_block(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once the connection is lost it is made again at once, then, while attempts fail, after
+    # a wait that doubles from 0.25 s to 30 s (it cannot spin); a call meanwhile has it try
+    # at once; after a new connection it waits for the next loss, and the next loss is tried
+    # at once again. The block's end stops it.
+    server = MCPServer.http("http://127.0.0.1:9/mcp")
+    attempts: list[float] = []
+    fails = [12]
+
+    async def connect_again(self: MCPServer, nursery: trio.Nursery) -> str | None:
+        attempts.append(trio.current_time())
+        if fails[0]:
+            fails[0] -= 1
+            return "nothing takes connections"
+        self._lost = None  # (as a connection made again: see _adopt)
+        return None
+
+    monkeypatch.setattr(MCPServer, "_connect_again", connect_again)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server._reconnect, nursery)
+        await trio.sleep(1)
+        assert attempts == []  # nothing is lost yet
+        start = trio.current_time()
+        server._lose("the HTTP connection ended")
+        await trio.sleep(100)
+        gaps = [b - a for a, b in itertools.pairwise(attempts)]
+        assert attempts[0] == start
+        assert gaps == [0.25, 0.5, 1, 2, 4, 8, 16, 30, 30]
+        server._entered = True
+        with pytest.raises(MCPConnectionError, match=r"not available: .* \(connecting again"):
+            await server._reconnected(None)  # as a call does: tried at once
+        assert attempts[-1] == trio.current_time()
+        assert len(attempts) == 11
+        await trio.sleep(200)
+        assert len(attempts) == 13  # the last one connected; then it waits
+        assert attempts[-1] - attempts[-2] == 30
+        assert server._lost is None
+        lost_again = trio.current_time()
+        server._lose("the HTTP connection ended")
+        await trio.sleep(0.01)
+        assert attempts[-1] == lost_again
+        server._closing.set()
+        server._wanted.set()  # as the block's end does
+    assert len(attempts) == 14
 
 
 @pytest.mark.parametrize("down", [0.5, 2.0])

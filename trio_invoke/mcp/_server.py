@@ -8,8 +8,9 @@ tool tasks) and go through the owner's session; the SDK matches each answer to i
 
 Because the SDK's task groups live inside the owner task, a transport that fails (an HTTP
 server that disappears) ends the owner task, not the caller's block: the failure is recorded.
-Over HTTP the next call asks the reconnecting task for a new connection, with an owner task of
-its own (see :meth:`MCPServer._reconnect`); a stdio server's later calls are "not available".
+Over HTTP the reconnecting task makes a new connection, with an owner task of its own, in the
+background and for the next call (see :meth:`MCPServer._reconnect`); a stdio server's later
+calls are "not available".
 
 How errors (and log lines) name the server, all of them, entering's and the calls': by what the
 user configured, :attr:`MCPServer.label` (the command line or the URL, without credentials or
@@ -749,14 +750,17 @@ class MCPServer:
     session is deleted. Calls still running in other tasks then get an error result.
 
     A server that dies: its running calls get error results naming what happened (they are
-    not sent again). Over HTTP, each later call connects again by itself (handshake and tool
-    listing; one attempt at a time, which every waiting call shares) and is sent over the new
-    connection: answered "not available" at once while nothing takes connections on the
-    server's port, answered as usual once the server is back. A server that no longer knows
-    the session (HTTP 404 to its id: it restarted, or ended the session) refused the calls
-    sent with it; they are sent once more over a new session. A stdio process that exited is
-    not started again: later calls get "not available" at once; leave the block and enter it
-    again for a new process (one connection at a time).
+    not sent again). Over HTTP, the connection is made again (handshake and tool listing; one
+    attempt at a time, which every waiting call shares) in the background once it is lost --
+    at once, then after a wait that doubles from 0.25 s to 30 s while attempts fail, so that
+    :attr:`tools` and tool list changes come back with the server -- and at once for each
+    later call, which is sent over the new connection: answered "not available" at once while
+    nothing takes connections on the server's port, answered as usual once the server is
+    back. A server that no longer knows the session (HTTP 404 to its id: it restarted, or
+    ended the session) refused the calls sent with it; they are sent once more over a new
+    session. A stdio process that exited is not started again: later calls get "not
+    available" at once; leave the block and enter it again for a new process (one connection
+    at a time).
     """
 
     def __init__(
@@ -823,7 +827,8 @@ class MCPServer:
         self._gone = trio.Event()
         """Set once the current connection is lost: its owner task then closes it."""
         self._wanted = trio.Event()
-        """Set by a call that found the connection lost: the reconnecting task makes a new one."""
+        """Set when the connection is lost, and by a call that found it lost: the reconnecting
+        task (over HTTP) makes a new one."""
         self._attempt: trio.Event | None = None
         """Set when the attempt to connect again that calls wait for is over."""
         self._again: str | None = None
@@ -1112,6 +1117,7 @@ class MCPServer:
         if self._lost is None:
             self._lost = reason
             self._gone.set()
+            self._wanted.set()  # (over HTTP, connected again in the background)
 
     def _is_lost(self, epoch: int | None) -> bool:
         """Whether connection ``epoch`` (``None``: the current one) is gone; one still being
@@ -1121,23 +1127,36 @@ class MCPServer:
         return epoch < self._epoch
 
     async def _reconnect(self, nursery: trio.Nursery) -> None:
-        """Connects again, each time a call finds the connection lost (see :meth:`_call`):
-        one attempt at a time, which every call that comes meanwhile waits for. However it
-        ends (the block's end may cancel it), the calls waiting are let go."""
+        """Connects again once the connection is lost: at once, then, while attempts fail,
+        after a wait that doubles from :data:`_RELISTEN_FIRST` up to :data:`_RELISTEN_MAX`,
+        so that :attr:`tools` and the following of tool list changes come back with the server
+        even when nothing calls it; a call that finds it lost (see :meth:`_call`) has it try
+        at once. One attempt at a time, which every call that comes meanwhile waits for.
+        However it ends (the block's end may cancel it), the calls waiting are let go."""
+        delay = _RELISTEN_FIRST
         try:
             while True:
-                await self._wanted.wait()
+                if self._lost is not None and self._again is not None:  # the last one failed
+                    with trio.move_on_after(delay):
+                        await self._wanted.wait()
+                    delay = min(2 * delay, _RELISTEN_MAX)
+                else:
+                    await self._wanted.wait()  # a loss (see _lose), or a call
                 self._wanted = trio.Event()
                 if self._closing.is_set():
                     return
-                why = await self._connect_again(nursery)
-                if why is None:
-                    _log.info("%s: connected again", self._who)
-                else:  # (once per reason: each call that finds it gone tries again)
-                    quiet = why == self._again or self._closing.is_set()
-                    level = logging.DEBUG if quiet else logging.WARNING
-                    _log.log(level, "%s: could not connect again: %s", self._who, why)
-                self._again = why
+                if self._lost is not None:
+                    if self._attempt is None:  # (calls that come meanwhile wait for this one)
+                        self._attempt = trio.Event()
+                    why = await self._connect_again(nursery)
+                    if why is None:
+                        delay = _RELISTEN_FIRST
+                        _log.info("%s: connected again", self._who)
+                    else:  # (once per reason: it goes on trying)
+                        quiet = why == self._again or self._closing.is_set()
+                        level = logging.DEBUG if quiet else logging.WARNING
+                        _log.log(level, "%s: could not connect again: %s", self._who, why)
+                    self._again = why
                 attempt, self._attempt = self._attempt, None
                 if attempt is not None:
                     attempt.set()
@@ -1515,8 +1534,9 @@ class MCPServer:
         server takes connections: a request the SDK's HTTP transport cannot connect ends the
         whole session, and a server restarting on its port takes a moment (the 2026-07-28
         protocol has no session to lose, so one back before any call goes on as before). A
-        call is what finds a server gone (see :meth:`_call`). It stops when the server is lost,
-        and the block's end cancels it. ``task_status`` is told once the first attempt is done.
+        request is what finds a server gone (see :meth:`_call`). It stops when the connection
+        is lost (a new one listens again: see :meth:`_reconnect`), and the block's end cancels
+        it. ``task_status`` is told once the first attempt is done.
         """
         delay = _RELISTEN_FIRST
         first = True
