@@ -1962,6 +1962,49 @@ async def test_connecting_again_in_the_background_backs_off_and_ends_with_the_bl
     assert len(attempts) == 14
 
 
+async def test_connecting_again_warns_once_per_reason_while_the_server_is_down(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A server down for long, restarting over and over (a crash loop: its port refuses, then
+    # takes connections but the handshake fails, ...): the attempts' reasons alternate, and
+    # each is a WARNING once, not once per attempt (every 30 s, for as long as it is down);
+    # the attempts after it are in the debug log. Once connected again, the next loss warns
+    # again.
+    caplog.set_level(logging.DEBUG, logger="trio_invoke.mcp")
+    server = MCPServer.http("http://127.0.0.1:9/mcp")
+    reasons = iter(["refused", "closed in the handshake"] * 10 + [None, "refused"])
+
+    async def connect_again(self: MCPServer, nursery: trio.Nursery) -> str | None:
+        why = next(reasons)
+        if why is None:
+            self._lost = None  # (as a connection made again: see _adopt)
+        return why
+
+    def warned() -> list[str]:
+        return [
+            r.getMessage().rpartition(": ")[2]
+            for r in caplog.records
+            if r.levelno >= logging.WARNING and "could not connect again" in r.getMessage()
+        ]
+
+    monkeypatch.setattr(MCPServer, "_connect_again", connect_again)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server._reconnect, nursery)
+        server._lose("the HTTP connection ended")
+        await trio.sleep(600)  # 20 failed attempts, then connected
+        assert server._lost is None
+        assert warned() == ["refused", "closed in the handshake"]
+        logged = [r for r in caplog.records if "could not connect again" in r.getMessage()]
+        assert len(logged) == 20  # (the other 18 at DEBUG)
+        server._lose("the HTTP connection ended")
+        await trio.sleep(0.01)
+        assert warned() == ["refused", "closed in the handshake", "refused"]  # a new loss
+        server._closing.set()
+        server._wanted.set()  # as the block's end does
+
+
 @pytest.mark.parametrize("down", [0.5, 2.0])
 async def test_an_http_server_restarted_while_idle_goes_on(
     log: Log, http_servers: list[HTTPServer], down: float

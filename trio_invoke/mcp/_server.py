@@ -1132,8 +1132,12 @@ class MCPServer:
         so that :attr:`tools` and the following of tool list changes come back with the server
         even when nothing calls it; a call that finds it lost (see :meth:`_call`) has it try
         at once. One attempt at a time, which every call that comes meanwhile waits for.
-        However it ends (the block's end may cancel it), the calls waiting are let go."""
+        Each reason an attempt fails for is logged as a WARNING once until it is connected
+        again (a server that restarts over and over fails for two or three, in turn), later
+        attempts at DEBUG. However it ends (the block's end may cancel it), the calls waiting
+        are let go."""
         delay = _RELISTEN_FIRST
+        warned: set[str] = set()  # (since connected: a server down for long alternates)
         try:
             while True:
                 if self._lost is not None and self._again is not None:  # the last one failed
@@ -1151,9 +1155,12 @@ class MCPServer:
                     why = await self._connect_again(nursery)
                     if why is None:
                         delay = _RELISTEN_FIRST
+                        warned.clear()
                         _log.info("%s: connected again", self._who)
                     else:  # (once per reason: it goes on trying)
-                        quiet = why == self._again or self._closing.is_set()
+                        quiet = why in warned or self._closing.is_set()
+                        if not quiet:
+                            warned.add(why)
                         level = logging.DEBUG if quiet else logging.WARNING
                         _log.log(level, "%s: could not connect again: %s", self._who, why)
                     self._again = why
