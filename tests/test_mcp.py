@@ -8,6 +8,7 @@ These wait for real processes and sockets, so time here is real time (bounded by
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import itertools
 import json
@@ -1912,6 +1913,32 @@ async def test_an_http_server_found_gone_is_connected_to_again_without_a_call(
             assert server.available
             assert await by_remote(server)["add_tool"].execute({"name": "after"}) == ("added after")
             await wait_for_tool(server, "after")  # followed again
+
+
+async def test_an_http_server_restarted_again_and_again_is_connected_to_again_each_time(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # Each connection made again is lost in turn (a call finds it gone), and made again in
+    # the background once the server is back: `available` and `server.tools` (each restart
+    # has one more tool) say so every time, with no call to ask for it.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    port = http.port
+    with trio.fail_after(2 * ENTER):
+        async with MCPServer.http(http.url) as server:
+            for i in range(2):  # (the second loses a connection made again)
+                http_servers[-1].kill()
+                with trio.fail_after(5), pytest.raises(MCPToolError, match="connection ended"):
+                    await by_remote(server)["add"].execute({"a": i, "b": 1})  # finds it gone
+                assert not server.available
+                restarted = functools.partial(
+                    HTTPServer, log, "--extra-tools", str(i + 1), port=port
+                )
+                http_servers.append(await trio.to_thread.run_sync(restarted))
+                await wait_for_tool(server, f"tool_{i}")  # no call: connected again
+                assert server.available
+                assert set(by_remote(server)) == BASE_TOOLS | {f"tool_{j}" for j in range(i + 1)}
+                assert await by_remote(server)["add"].execute({"a": i, "b": 1}) == str(i + 1)
 
 
 async def test_connecting_again_in_the_background_backs_off_and_ends_with_the_block(
