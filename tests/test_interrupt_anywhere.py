@@ -11,9 +11,10 @@ kind and has its tool message, and with telemetry on every span started was ende
 A tracer counts the lines the library executes in a run and fires the handler at the n-th;
 the runs use Trio's virtual clock, so a run that would hang fails at once instead. The kinds of
 run: the loop's modes, approval pauses and resumes, failing, timed-out, unknown and stopping
-calls, a budget, provider tools, ``get_response``, telemetry, and the OpenAI and Anthropic
-clients over httpx2's in-memory ``MockTransport``. Long ones are sampled (every k-th line),
-but every line a run executes is interrupted the first time it runs.
+calls, a budget, provider tools, ``get_response``, telemetry, a model whose stream breaks in the
+middle of a response (the run fails), and the OpenAI and Anthropic clients over httpx2's
+in-memory ``MockTransport`` (answering HTTP 429 once, then retried). Long ones are sampled
+(every k-th line), but every line a run executes is interrupted the first time it runs.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from trio_invoke import (
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
+    ModelResponseError,
     OpenAIChatClient,
     RunOptions,
     ScriptedChatClient,
@@ -53,6 +55,7 @@ from trio_invoke import (
     TextDelta,
     ToolApprovalResponse,
     ToolCalled,
+    ToolCallStart,
     tool,
 )
 from trio_invoke.otel import Telemetry
@@ -112,8 +115,22 @@ GUARDED = ApprovalRequiredTool(guarded)
 
 Call = tuple[str, str, str]
 """A call the model makes: its id, its tool's name, its arguments."""
-Response = str | tuple[Call, ...]
-"""A model response: the final text, or text and calls."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Broken:
+    """A response whose stream breaks: its text, its first call whole, the start of the
+    second, then the model's failure (the run fails with it)."""
+
+    calls: tuple[Call, ...]
+
+
+class Busy:
+    """An HTTP 429 with ``Retry-After: 1``: the client waits and sends the request again."""
+
+
+Response = str | tuple[Call, ...] | Broken | Busy
+"""A model response: the final text, text and calls, a stream that breaks, or a refusal."""
 
 TWO_ROUNDS: tuple[Response, ...] = (
     (("c00", "lookup", '{"i": 0}'), ("c01", "lookup", '{"i": 1}')),
@@ -145,6 +162,7 @@ ERRORS: tuple[Response, ...] = (
     ),
     (("s0", "stopper", '{"i": 0}'), ("s1", "lookup", '{"i": 1}')),
 )
+BROKEN: tuple[Response, ...] = (TWO_ROUNDS[0], Broken(TWO_ROUNDS[1]))  # type: ignore[arg-type]
 PROVIDED: tuple[Response, ...] = (
     (("p0", "extra", '{"i": 0}'), ("p1", "lookup", '{"i": 1}')),
     "done",
@@ -158,7 +176,13 @@ def scripted(responses: Sequence[Response]) -> list[Any]:
         if isinstance(response, str):
             script.append(response)
             continue
+        assert not isinstance(response, Busy)  # (HTTP only)
         updates: list[Any] = [TextDelta("thinking ")]
+        if isinstance(response, Broken):
+            first, second = response.calls[:2]
+            updates += [*tool_call_updates(*first), ToolCallStart(second[0], second[1])]
+            script.append([*updates, ModelResponseError("the model's stream broke")])
+            continue
         for call in response:
             updates += tool_call_updates(*call)
         script.append([*updates, Finish(FinishReason.TOOL_CALLS)])
@@ -173,14 +197,18 @@ def openai_body(response: Response) -> bytes:
         data = {"id": "x", "object": "chat.completion.chunk", "model": "m", "choices": [choice]}
         return b"data: " + json.dumps(data).encode() + b"\n\n"
 
+    assert not isinstance(response, Busy)
     if isinstance(response, str):
         body = chunk({"role": "assistant", "content": response}) + chunk({}, "stop")
     else:
         body = chunk({"role": "assistant", "content": "thinking "})
-        for index, (call_id, name, arguments) in enumerate(response):
+        calls = response.calls[:2] if isinstance(response, Broken) else response
+        for index, (call_id, name, arguments) in enumerate(calls):
             function = {"name": name, "arguments": ""}
             start = {"index": index, "id": call_id, "type": "function", "function": function}
             body += chunk({"tool_calls": [start]})
+            if isinstance(response, Broken) and index:
+                return body  # (cut off: no finish_reason, no [DONE])
             more = {"index": index, "function": {"arguments": arguments}}
             body += chunk({"tool_calls": [more]})
         body += chunk({}, "tool_calls")
@@ -191,9 +219,14 @@ def openai_body(response: Response) -> bytes:
 
 def anthropic_body(response: Response) -> bytes:
     """The response as the Messages API streams it."""
+    assert not isinstance(response, Busy)
     if isinstance(response, str):
         return message_start() + text_block(0, response) + message_end()
     body = message_start() + text_block(0, "thinking ")
+    if isinstance(response, Broken):  # (cut off in its second call: no message_stop)
+        (call_id, name, arguments), (second_id, second_name, _) = response.calls[:2]
+        body += tool_block(1, call_id, name, arguments)
+        return body + tool_block(2, second_id, second_name, stop=False)
     for index, (call_id, name, arguments) in enumerate(response, 1):
         body += tool_block(index, call_id, name, arguments)
     return body + message_end("tool_use")
@@ -215,12 +248,17 @@ def http_model(kind: str, responses: Sequence[Response]) -> tuple[Any, httpx2.As
     """An HTTP chat client whose server is an in-memory transport (httpx2's
     ``MockTransport``, whose handler may be async): ``responses`` in turn."""
     encode = openai_body if kind == "openai" else anthropic_body
-    bodies = iter([encode(response) for response in responses])
+    bodies = iter([None if type(r) is Busy else encode(r) for r in responses])
 
     async def handler(request: httpx2.Request) -> httpx2.Response:
         await trio.lowlevel.checkpoint()
+        body = next(bodies)
+        if body is None:
+            refusal = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
+            headers = {"content-type": "application/json", "retry-after": "1"}
+            return httpx2.Response(429, headers=headers, content=refusal)
         headers = {"content-type": "text/event-stream"}
-        return httpx2.Response(200, headers=headers, stream=_Body(next(bodies)))
+        return httpx2.Response(200, headers=headers, stream=_Body(body))
 
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
     url = "http://127.0.0.1:9"
@@ -263,6 +301,8 @@ class Variant:
     """Interrupt at every this-many-th line (and at the first time each line runs)."""
     pauses: bool = False
     """The run ends paused for approval."""
+    fails: bool = False
+    """The run fails: the model's stream breaks (``Broken``)."""
 
 
 APPROVING = (lookup, GUARDED)
@@ -307,6 +347,18 @@ VARIANTS: dict[str, Variant] = {
     ),
     "OpenAI": Variant(inner="openai", every=16),
     "Anthropic": Variant(inner="anthropic", every=16),
+    "model fails mid-stream, eager": Variant(
+        BROKEN, settings={"eager_tools": True}, fails=True, every=2
+    ),
+    "model fails mid-stream, telemetry, middleware": Variant(
+        BROKEN, settings={"middleware": [passing]}, telemetry=True, fails=True, every=8
+    ),
+    "OpenAI, retried, then fails mid-stream": Variant(
+        (Busy(), *BROKEN), inner="openai", fails=True, every=16
+    ),
+    "Anthropic, retried, then fails mid-stream": Variant(
+        (Busy(), *BROKEN), inner="anthropic", fails=True, every=16
+    ),
 }
 
 _paused: dict[str, list[ChatMessage]] = {}
@@ -463,7 +515,10 @@ def test_a_ctrl_c_on_any_line_of_a_run_reaches_the_caller_and_keeps_the_transcri
 ) -> None:
     variant = VARIANTS[name]
     clean = run_interrupted(variant, None)
-    assert clean["outcome"] == "finished"
+    if variant.fails:
+        assert clean["outcome"].startswith("ModelResponseError: "), clean["outcome"]
+    else:
+        assert clean["outcome"] == "finished"
     waiting = unanswered_calls([*clean["conversation"], *clean["stream"].messages])
     assert bool(waiting) == variant.pauses
     assert problems({**clean, "outcome": "interrupted"}, waiting) == []
