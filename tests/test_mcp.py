@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import importlib
 import itertools
 import json
@@ -25,6 +26,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types
 import pydantic
@@ -2438,9 +2440,22 @@ async def read_http_request(stream: trio.SocketStream) -> tuple[str, bytes] | No
     return lines[0].split()[0], body
 
 
-def http_reply(status: str, kind: str, body: bytes = b"") -> bytes:
+def http_reply(
+    status: str, kind: str, body: bytes = b"", *, headers: dict[str, str] | None = None
+) -> bytes:
     head = f"HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {len(body)}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     return f"{head}connection: close\r\n\r\n".encode() + body
+
+
+def event_stream(*data: bytes) -> bytes:
+    """An event stream of one ``message`` event for each of ``data`` (a line each)."""
+    return b"".join(
+        b"event: message\n"
+        + b"".join(b"data: " + line + b"\n" for line in each.split(b"\n"))
+        + b"\n"
+        for each in data
+    )
 
 
 async def serve_loopback(nursery: trio.Nursery, handler: Any) -> str:
@@ -2452,10 +2467,34 @@ async def serve_loopback(nursery: trio.Nursery, handler: Any) -> str:
     return f"http://127.0.0.1:{port}/mcp"
 
 
-def json_rpc_over_http(*, handshake: bytes | None = None, call: bytes | None = None) -> Any:
+def json_rpc_over_http(
+    *,
+    handshake: bytes | None = None,
+    call: bytes | None = None,
+    events: bool = False,
+    compressed: bool = False,
+    listen: bytes | None = None,
+) -> Any:
     """A handler of a plain MCP server over HTTP (JSON answers, no session, no GET stream) of
     one tool, ``hello``, which answers the handshake (``initialize`` and ``server/discover``)
-    with the body ``handshake`` and each ``tools/call`` with ``call``, when given."""
+    with the body ``handshake``, when given, and the first ``tools/call`` with ``call``, when
+    given (later ones with ``"hi"``). With ``events``, every answer is an event stream instead
+    (``handshake`` and ``call`` are its events, split at NUL bytes), and with ``compressed``
+    the one of ``call`` is gzipped. With ``listen``, the handshake gives a session, and each
+    GET (the SDK's stream of the server's own messages) is answered with the event ``listen``."""
+    calls = itertools.count()
+
+    async def reply(
+        stream: trio.SocketStream, body: bytes, *, given: bool = False, initialize: bool = False
+    ) -> None:
+        headers = {"mcp-session-id": "s1"} if initialize and listen is not None else {}
+        if not events:
+            await stream.send_all(http_reply("200 OK", "application/json", body, headers=headers))
+            return
+        sent = event_stream(*body.split(b"\0")) if given else event_stream(body)
+        if compressed and given:
+            sent, headers["content-encoding"] = gzip.compress(sent), "gzip"
+        await stream.send_all(http_reply("200 OK", "text/event-stream", sent, headers=headers))
 
     async def handle(stream: trio.SocketStream) -> None:
         async with stream:
@@ -2463,6 +2502,11 @@ def json_rpc_over_http(*, handshake: bytes | None = None, call: bytes | None = N
             if request is None:
                 return
             method, body = request
+            if method == "GET" and listen is not None:
+                await stream.send_all(
+                    http_reply("200 OK", "text/event-stream", event_stream(listen))
+                )
+                return
             if method != "POST":
                 await stream.send_all(http_reply("405 Method Not Allowed", "text/plain"))
                 return
@@ -2471,9 +2515,12 @@ def json_rpc_over_http(*, handshake: bytes | None = None, call: bytes | None = N
             if "id" not in message:  # a notification
                 await stream.send_all(http_reply("202 Accepted", "application/json"))
                 return
-            given = call if what == "tools/call" else handshake if what != "tools/list" else None
+            if what == "tools/call":
+                given = call if next(calls) == 0 else None
+            else:
+                given = handshake if what != "tools/list" else None
             if given is not None:
-                await stream.send_all(http_reply("200 OK", "application/json", given))
+                await reply(stream, given, given=True)
                 return
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
             if what == "initialize":
@@ -2484,10 +2531,11 @@ def json_rpc_over_http(*, handshake: bytes | None = None, call: bytes | None = N
                 }
             elif what == "tools/list":
                 answer["result"] = {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]}
+            elif what == "tools/call":
+                answer["result"] = {"content": [{"type": "text", "text": "hi"}]}
             else:  # server/discover: an old server's "method not found"
                 answer["error"] = {"code": mcp_types.METHOD_NOT_FOUND, "message": "no"}
-            reply = json.dumps(answer).encode()
-            await stream.send_all(http_reply("200 OK", "application/json", reply))
+            await reply(stream, json.dumps(answer).encode(), initialize=what == "initialize")
 
     return handle
 
@@ -2581,35 +2629,168 @@ async def test_an_http_server_that_answers_a_call_with_no_json_rpc(
     assert sdk_parse_logs(caplog) == []
 
 
+NOTICE = json.dumps(
+    {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}
+).encode()
+ANSWER = b'{"jsonrpc": "2.0", "id": 1, "result": {}}'
+NO_JSON_RPC_EVENT = [
+    pytest.param(
+        b"<!DOCTYPE html>\n<html>\n  <head><title>Welcome to nginx!</title></head>\n</html>",
+        "an event stream with an event that is not JSON ('<!DOCTYPE html> <html> <head><title>"
+        "Welcome to nginx!</titl…')",
+        id="html",
+    ),
+    pytest.param(
+        b'{"status": "ok"}',
+        'an event stream with an event that is JSON but not a JSON-RPC message (\'{"status": '
+        '"ok"}\')',
+        id="json",
+    ),
+    pytest.param(
+        # A good event before it (passed on), one after it (never read): the bad one is named.
+        b"\0".join((NOTICE, b"oops", ANSWER)),
+        "an event stream with an event that is not JSON ('oops')",
+        id="among-others",
+    ),
+]
+"""The events of a 200 text/event-stream answer one of which is no JSON-RPC message (split at
+NUL bytes), and how errors say what it is."""
+
+
+def sdk_event_parse_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage() == "Error parsing SSE message"]
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize(("body", "what"), NO_JSON_RPC_EVENT)
+async def test_an_http_server_that_answers_the_handshake_with_an_event_of_no_json_rpc(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture, protocol: str, body: bytes, what: str
+) -> None:
+    # As with a JSON body: one line, and no traceback of the SDK's in the log.
+    caplog.set_level(logging.DEBUG, logger="trio_invoke.mcp")
+    url = await serve_loopback(nursery, json_rpc_over_http(handshake=body, events=True))
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as caught:
+        async with MCPServer.http(url, protocol=protocol):
+            pytest.fail("entered")
+    assert str(caught.value) == (
+        f"MCP server {url!r} answered the handshake with {what}: not an MCP server's answer "
+        "(a wrong URL or path?)"
+    )
+    assert sdk_event_parse_logs(caplog) == []
+    assert "the MCP SDK could not parse a response: Failed to parse SSE message" in caplog.text
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize(("body", "what"), NO_JSON_RPC_EVENT)
+async def test_an_http_server_that_answers_a_call_with_an_event_of_no_json_rpc(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture, protocol: str, body: bytes, what: str
+) -> None:
+    url = await serve_loopback(nursery, json_rpc_over_http(call=body, events=True))
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(url, protocol=protocol) as server:
+            (hello,) = server.tools
+            with pytest.raises(MCPToolError) as caught:
+                await hello.execute({})
+            assert server.available
+            assert await hello.execute({}) == "hi"  # the session goes on
+    assert str(caught.value) == (
+        f"MCP server {url!r} (named 'plain') answered the call of 'hello' with {what}: not an "
+        "MCP server's answer"
+    )
+    assert caught.value.code == mcp_types.PARSE_ERROR
+    assert sdk_event_parse_logs(caplog) == []
+
+
+async def test_an_http_server_that_answers_a_call_with_a_compressed_event_of_no_json_rpc(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The events are read as they come, before httpx2 decompresses them: a compressed stream's
+    # are not, and the error cannot show the event.
+    url = await serve_loopback(
+        nursery, json_rpc_over_http(call=b"oops", events=True, compressed=True)
+    )
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(url, protocol="legacy") as server:
+            (hello,) = server.tools
+            with pytest.raises(MCPToolError) as caught:
+                await hello.execute({})
+            assert await hello.execute({}) == "hi"
+    assert str(caught.value) == (
+        f"MCP server {url!r} (named 'plain') answered the call of 'hello' with an event stream "
+        "with an event that is not a JSON-RPC message: not an MCP server's answer"
+    )
+    assert sdk_event_parse_logs(caplog) == []
+
+
+async def test_an_http_server_that_sends_an_event_of_no_json_rpc_on_its_get_stream(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # That event answers no request, so no error says it came: the SDK's log record of it
+    # stays, and the session goes on.
+    logged = trio.Event()
+
+    class Logged(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage() == "Error parsing SSE message":
+                logged.set()
+
+    sdk = logging.getLogger("mcp.client.streamable_http")
+    sdk.addHandler(seen := Logged())
+    url = await serve_loopback(nursery, json_rpc_over_http(events=True, listen=b"oops"))
+    try:
+        with trio.fail_after(ENTER):
+            async with MCPServer.http(url, protocol="legacy") as server:
+                (hello,) = server.tools
+                await logged.wait()
+                assert await hello.execute({}) == "hi"
+    finally:
+        sdk.removeHandler(seen)
+    caught = sdk_event_parse_logs(caplog)[0].exc_info
+    assert caught is not None
+    assert isinstance(caught[1], pydantic.ValidationError)
+
+
 def test_the_sdks_parse_errors_are_quiet_only_in_a_connection_of_ours(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # The SDK's own users (and every other record of its transport's) still see them.
-    from trio_invoke.mcp._server import _IN_CONNECTION
+    from trio_invoke.mcp._server import _ANSWERING, _IN_CONNECTION
 
     sdk = logging.getLogger("mcp.client.streamable_http")
     invalid = unparsed("")
+    body, event = "Error parsing JSON response", "Error parsing SSE message"
 
-    def log_parse_error(exc: BaseException) -> None:
+    def log_parse_error(exc: BaseException, what: str = body) -> None:
         try:
             raise exc
         except BaseException:
-            sdk.exception("Error parsing JSON response")
+            sdk.exception(what)
 
     log_parse_error(invalid)  # (not in a connection of ours)
+    log_parse_error(invalid, event)
     token = _IN_CONNECTION.set(True)
     try:
         log_parse_error(httpx2.ReadError("cut"))  # a body that did not come
         sdk.error("Unexpected content type: text/html")
+        log_parse_error(invalid, event)  # on the GET stream: it answers no request
         log_parse_error(invalid)  # the one that is dropped
+        answering = _ANSWERING.set(True)
+        try:
+            log_parse_error(anyio.BrokenResourceError(), event)  # (the SDK's words for it too)
+            log_parse_error(invalid, event)  # dropped
+        finally:
+            _ANSWERING.reset(answering)
     finally:
         _IN_CONNECTION.reset(token)
     assert [
         (r.getMessage(), type(r.exc_info[1]) if r.exc_info else None) for r in caplog.records
     ] == [
-        ("Error parsing JSON response", pydantic.ValidationError),
-        ("Error parsing JSON response", httpx2.ReadError),
+        (body, pydantic.ValidationError),
+        (event, pydantic.ValidationError),
+        (body, httpx2.ReadError),
         ("Unexpected content type: text/html", None),
+        (event, pydantic.ValidationError),
+        (event, anyio.BrokenResourceError),
     ]
 
 

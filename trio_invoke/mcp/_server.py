@@ -31,11 +31,11 @@ import logging
 import math
 import os
 import shlex
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Mapping, Sequence
 from importlib import metadata
 from os import PathLike
 from types import TracebackType
-from typing import Any, Final, Literal, Self
+from typing import Any, Final, Literal, Self, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -57,6 +57,7 @@ from .._loop._channels import reraise_single
 from .._text import wire_json
 from .._validate import compile_validator
 from ..providers._settings import checked_headers
+from ..providers._sse import SSEParser
 from ._errors import MCPConnectionError, MCPInitTimeoutError, MCPTimeoutError, MCPToolError
 from ._names import model_names
 from ._results import convert
@@ -95,6 +96,8 @@ _DISCOVER_WAIT: Final[float | None] = getattr(_sdk_session, "DISCOVER_TIMEOUT_SE
 ``initialize`` (in protocol ``"auto"``), if this version of it says."""
 _PROBE_TIMEOUT: Final = 5.0
 """Seconds a server's port may take to accept the connection that checks it is up."""
+
+_T = TypeVar("_T")
 
 _Lose = Callable[[str], None]
 """Records why the connection is gone (:meth:`MCPServer._lose`)."""
@@ -328,6 +331,11 @@ class _HTTP:
                 await _note_status(response, noted.statuses)
             elif 200 <= response.status_code < 300 and response.status_code != 202:
                 _note_response(response, noted.bodies)
+                if _note_events(response, noted.events):
+                    # This runs in the task of the request's POST, where the SDK reads the
+                    # events: its log record of one that is no JSON-RPC message is dropped
+                    # there (_SDKParseErrors), and only there.
+                    _ANSWERING.set(True)
 
         http = httpx2.AsyncClient(
             headers=dict(self.headers) if self.headers is not None else None,
@@ -459,8 +467,11 @@ _NOTED_MAX: Final = 256
 _SDK_UNPARSED: Final = "Failed to parse JSON response: "
 """How the MCP SDK's HTTP transport begins the JSON-RPC parse error it answers a request with
 when the body of its JSON response is no JSON-RPC message (or could not be read)."""
+_SDK_UNPARSED_EVENT: Final = "Failed to parse SSE message: "
+"""How it begins the one it answers a request with when an event of its event-stream response
+is no JSON-RPC message."""
 _NOT_JSON_RPC: Final = "the server's HTTP response is not a JSON-RPC message: it is "
-"""How :func:`_unparsed`'s errors begin; what follows says what the body is."""
+"""How :func:`_unparsed`'s errors begin; what follows says what the body (or its event) is."""
 _PREVIEW: Final = 60
 """Characters of a body that messages show."""
 
@@ -475,6 +486,29 @@ class _Noted:
     bodies: dict[Any, httpx2.Response] = attrs.Factory(dict)
     """The response of each request answered with JSON, until its answer is handed on
     (:func:`_note_response`)."""
+    events: dict[Any, _Tapped] = attrs.Factory(dict)
+    """The events of each request answered with an event stream, until its answer is handed
+    on (:func:`_note_events`)."""
+
+
+def _request_id(request: httpx2.Request) -> int | str | None:
+    """The JSON-RPC id of the request a POST sent; ``None`` for a notification or a response
+    (or a body that is not a JSON object)."""
+    try:
+        request_id = json.loads(request.content).get("id")
+    except (httpx2.StreamError, ValueError, AttributeError):
+        return None
+    if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+        return request_id
+    return None
+
+
+def _remember(noted: dict[Any, _T], request_id: int | str, value: _T) -> None:
+    """Note ``value`` for the request ``request_id``, forgetting the oldest past
+    :data:`_NOTED_MAX`."""
+    if len(noted) >= _NOTED_MAX:
+        del noted[next(iter(noted))]
+    noted[request_id] = value
 
 
 def _note_response(response: httpx2.Response, bodies: dict[Any, httpx2.Response]) -> None:
@@ -483,14 +517,87 @@ def _note_response(response: httpx2.Response, bodies: dict[Any, httpx2.Response]
     multi-line pydantic dump; :func:`_unparsed` says what the body was instead."""
     if not response.headers.get("content-type", "").lower().startswith("application/json"):
         return
-    try:
-        request_id = json.loads(response.request.content).get("id")
-    except (httpx2.StreamError, ValueError, AttributeError):
-        return
-    if isinstance(request_id, int | str) and not isinstance(request_id, bool):
-        if len(bodies) >= _NOTED_MAX:
-            del bodies[next(iter(bodies))]
-        bodies[request_id] = response
+    request_id = _request_id(response.request)
+    if request_id is not None:
+        _remember(bodies, request_id, response)
+
+
+def _note_events(response: httpx2.Response, events: dict[Any, _Tapped]) -> bool:
+    """Note a request's successful response with an event stream, by its JSON-RPC id, and tap
+    its body (:class:`_Tapped`): when an event is no JSON-RPC message the SDK answers the
+    request with its parse error and the event in a multi-line pydantic dump, and
+    :func:`_unparsed` says what the event was instead. Whether it was noted."""
+    if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+        return False
+    request_id = _request_id(response.request)
+    if request_id is None or not isinstance(response.stream, httpx2.AsyncByteStream):
+        return False
+    tapped = _Tapped(response.stream)
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding in ("", "identity"):  # (compressed, the pieces that pass are not the events')
+        response.stream = tapped
+    else:
+        tapped.blind()
+    _remember(events, request_id, tapped)
+    return True
+
+
+class _Tapped(httpx2.AsyncByteStream):
+    """An event-stream response's body, passed on as it comes, with the data of the
+    ``message`` events that its latest piece ended: the SDK reads the events of each piece as
+    it comes, and stops at one that is no JSON-RPC message, which is among them (those before
+    it were good)."""
+
+    __slots__ = ("_ended", "_parser", "_stream")
+
+    def __init__(self, stream: httpx2.AsyncByteStream) -> None:
+        self._stream = stream
+        self._parser: SSEParser | None = SSEParser()
+        self._ended: list[str] = []
+
+    @property
+    def elapsed(self) -> Any:
+        """What httpx2's own stream tells the response (:attr:`httpx2.Response.elapsed`)."""
+        return getattr(self._stream, "elapsed", None)
+
+    def blind(self) -> None:
+        """Keep no more events (the pieces cannot be read, or an event grew too large)."""
+        self._parser = None
+        self._ended = []
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        pieces = self._stream.__aiter__()
+        try:
+            async for piece in pieces:
+                if self._parser is not None:
+                    ended = [e.data for e in self._parser.feed(piece) if e.event == "message"]
+                    if ended:
+                        self._ended = ended
+                    if self._parser.too_large:
+                        self.blind()
+                yield piece
+        finally:
+            if isinstance(pieces, AsyncGenerator):
+                await pieces.aclose()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def what(self) -> str:
+        """What the event that is no JSON-RPC message was, in a few words."""
+        for data in self._ended:
+            try:
+                mcp_types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+            except ValueError:  # (the SDK's own check: this is the event it stopped at)
+                try:
+                    json.loads(data)
+                except (ValueError, RecursionError):
+                    return f"an event stream with an event that is not JSON ({_preview(data)})"
+                return (
+                    "an event stream with an event that is JSON but not a JSON-RPC message "
+                    f"({_preview(data)})"
+                )
+        return "an event stream with an event that is not a JSON-RPC message"
 
 
 def _preview(text: str) -> str:
@@ -511,19 +618,29 @@ def _what_body(content: bytes) -> str:
     return f"JSON that is not a JSON-RPC response ({_preview(text)})"
 
 
-def _unparsed(message: mcp_types.JSONRPCError, response: httpx2.Response) -> SessionMessage | None:
-    """The SDK's parse error for a request whose ``response`` had a JSON body it could not
-    parse, as one line that says what the body was; ``None`` for any other error (and when
-    the body was not read: the connection failed while it came)."""
+def _unparsed(
+    message: mcp_types.JSONRPCError, answer: httpx2.Response | _Tapped
+) -> SessionMessage | None:
+    """The SDK's parse error for a request whose ``answer`` (a response with a JSON body, or
+    the events of one with an event stream) it could not parse, as one line that says what
+    the body or the event was; ``None`` for any other error (and when the body was not read:
+    the connection failed while it came)."""
     error = message.error
-    if error.code != mcp_types.PARSE_ERROR or not error.message.startswith(_SDK_UNPARSED):
+    if error.code != mcp_types.PARSE_ERROR:
         return None
-    try:
-        content = response.content
-    except httpx2.ResponseNotRead:
-        return None
+    if isinstance(answer, _Tapped):
+        if not error.message.startswith(_SDK_UNPARSED_EVENT):
+            return None
+        what = answer.what()
+    else:
+        if not error.message.startswith(_SDK_UNPARSED):
+            return None
+        try:
+            what = _what_body(answer.content)
+        except httpx2.ResponseNotRead:
+            return None
     _log.debug("the MCP SDK could not parse a response: %s", error.message)
-    data = error.model_copy(update={"message": _NOT_JSON_RPC + _what_body(content)})
+    data = error.model_copy(update={"message": _NOT_JSON_RPC + what})
     return SessionMessage(message.model_copy(update={"error": data}))
 
 
@@ -533,23 +650,33 @@ def _is_unparsed(error: MCPError) -> bool:
 
 
 class _SDKParseErrors(logging.Filter):
-    """Keeps the MCP SDK's HTTP transport from logging, with its traceback, a JSON body it
-    could not parse, in a connection of ours only: the request it answered gets an error that
-    says what the body was (:func:`_unparsed`), which raises or is the call's result. The
-    SDK's own words go to ``trio_invoke.mcp``'s debug log. Every other record, and every
-    record of the SDK's own users, passes."""
+    """Keeps the MCP SDK's HTTP transport from logging, with its traceback, a JSON body or an
+    event of a request's event stream it could not parse, in a connection of ours only: the
+    request it answered gets an error that says what the body or the event was
+    (:func:`_unparsed`), which raises or is the call's result. The SDK's own words go to
+    ``trio_invoke.mcp``'s debug log. Every other record (a bad event of the GET stream, which
+    answers no request, among them), and every record of the SDK's own users, passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not _IN_CONNECTION.get() or record.msg != "Error parsing JSON response":
+        if record.msg == "Error parsing JSON response":
+            ours = _IN_CONNECTION.get()
+        elif record.msg == "Error parsing SSE message":
+            ours = _ANSWERING.get()
+        else:
             return True
         caught = record.exc_info[1] if record.exc_info else None
-        return not isinstance(caught, pydantic.ValidationError)
+        return not (ours and isinstance(caught, pydantic.ValidationError))
 
 
 _IN_CONNECTION: Final = contextvars.ContextVar("trio_invoke.mcp connection", default=False)
 """Set while a message goes to the transport (:meth:`_NotedWrites.send`): the SDK's HTTP
 transport sends each request, and reads its response, in the context it was sent in, where
 :class:`_SDKParseErrors` applies."""
+_ANSWERING: Final = contextvars.ContextVar("trio_invoke.mcp event answer", default=False)
+"""Set in the task of a request's POST of ours once its answer is an event stream (by the HTTP
+transport's response hook): the SDK reads its events there, and answers the request with an
+error when one is no JSON-RPC message. The SDK reads its GET stream in a task of its own, where
+this is not set (and the context of a message's POST is a copy: nothing leaks to the next)."""
 logging.getLogger("mcp.client.streamable_http").addFilter(_SDKParseErrors())
 
 
@@ -595,14 +722,17 @@ class _WatchedStream(_Wrapped):
         if isinstance(item, pydantic.ValidationError):
             return _readable(item)
         noted = self._noted
-        if (noted.statuses or noted.bodies) and isinstance(item, SessionMessage):
+        if (noted.statuses or noted.bodies or noted.events) and isinstance(item, SessionMessage):
             message = item.message
-            if noted.bodies and isinstance(message, mcp_types.JSONRPCResponse):
+            if isinstance(message, mcp_types.JSONRPCResponse):
                 noted.bodies.pop(message.id, None)
+                noted.events.pop(message.id, None)
             if isinstance(message, mcp_types.JSONRPCError):
-                response = noted.bodies.pop(message.id, None)
-                if response is not None:
-                    return _unparsed(message, response) or item
+                answer: httpx2.Response | _Tapped | None = noted.bodies.pop(message.id, None)
+                if answer is None:
+                    answer = noted.events.pop(message.id, None)
+                if answer is not None:
+                    return _unparsed(message, answer) or item
                 status = noted.statuses.pop(message.id, None)
                 if status is not None and message.error.code == mcp_types.INTERNAL_ERROR:
                     error = message.error.model_copy(
