@@ -436,16 +436,17 @@ async def _note_status(response: httpx2.Response, statuses: dict[Any, str]) -> N
     """Record the status of a request the server answered with an HTTP error and no JSON-RPC
     error, by its JSON-RPC id: the SDK answers it "Server returned an error response", without
     the status (a 401 from a wrong token, a 502 from a proxy)."""
+    request_id = _request_id(response.request)
+    if request_id is None:
+        return
     try:
-        request_id = json.loads(response.request.content).get("id")
         if response.headers.get("content-type", "").lower().startswith("application/json"):
             body = json.loads(await response.aread())
             if isinstance(body, dict) and isinstance(body.get("error"), dict):
                 return  # the SDK passes the server's own error on
-    except (httpx2.HTTPError, httpx2.StreamError, ValueError, AttributeError):
+    except (httpx2.HTTPError, httpx2.StreamError, ValueError):
         return
-    if isinstance(request_id, int | str) and not isinstance(request_id, bool):
-        statuses[request_id] = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+    statuses[request_id] = f"HTTP {response.status_code} {response.reason_phrase}".strip()
 
 
 async def _method_not_found(response: httpx2.Response) -> bool:
