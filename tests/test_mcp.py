@@ -2058,6 +2058,43 @@ async def test_an_http_server_restarted_while_idle_goes_on(
             await wait_for_tool(server, "after")
 
 
+async def test_a_legacy_session_a_restarted_server_forgot_while_idle_is_made_again_with_no_call(
+    log: Log, http_servers: list[HTTPServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK opens its GET stream again (with the session's id) once the killed server's
+    # stream breaks; the restarted server answers it 404: the session ended, so a new one is
+    # made in the background, and server.tools is the restarted server's list with no call.
+    # (The SDK tries once more, a second after the stream broke; here that GET waits until
+    # the restarted server listens, as a server back within that second would be there.)
+    long_lived = trio_invoke.mcp._server._long_lived
+    back = trio.Event()
+    killed = False
+
+    async def gated(request: httpx2.Request) -> None:
+        if killed and request.method == "GET":
+            await back.wait()
+        await long_lived(request)
+
+    monkeypatch.setattr(trio_invoke.mcp._server, "_long_lived", gated)
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol="legacy") as server:
+            assert await by_remote(server)["add_tool"].execute({"name": "before"}) == (
+                "added before"
+            )
+            await wait_for_tool(server, "before")
+            killed = True
+            http.kill()
+            port = http.port
+            http_servers.append(await trio.to_thread.run_sync(lambda: HTTPServer(log, port=port)))
+            back.set()
+            await wait_for_tool(server, "before", present=False)  # nothing was called
+            assert server.available, server._lost
+            assert await by_remote(server)["add_tool"].execute({"name": "after"}) == "added after"
+            await wait_for_tool(server, "after")
+
+
 @pytest.mark.parametrize("protocol", ["legacy", "auto"])
 async def test_a_server_with_no_get_stream_stays_available(
     log: Log, http_servers: list[HTTPServer], protocol: str

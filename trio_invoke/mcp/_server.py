@@ -314,17 +314,24 @@ class _HTTP:
             # The MCP spec: a 404 to a request with an Mcp-Session-Id means the server no
             # longer knows the session (it restarted, or ended it), and a client "MUST start a
             # new session". The connection is lost before the SDK hands the request its
-            # error, and the call goes to a new session (see MCPServer._call). Only a POST (a
-            # message of the session) counts: a server may have no GET stream at all (404),
-            # and a JSON-RPC "method not found" may come as a 404 too.
+            # error, and the call goes to a new session (see MCPServer._call). A POST (a
+            # message of the session) counts, a GET only once one was opened: a server may have
+            # no GET stream at all (404), and a JSON-RPC "method not found" may come as a 404
+            # too.
+            # A GET stream of the session once answered 200 (the server has one) and 404 now
+            # is the session's end too: the SDK opens it again after it breaks, with the
+            # session's id, so a server restarted while nothing is called is noticed then
+            # (and connected to again in the background, with no call).
             request = response.request
             if (
                 response.status_code == 404
-                and request.method == "POST"
                 and "mcp-session-id" in request.headers
+                and (request.method == "POST" or (request.method == "GET" and noted.streamed))
                 and not await _method_not_found(response)
             ):
                 lose(_SESSION_ENDED)
+            if request.method == "GET" and response.status_code == 200:
+                noted.streamed = True
             if request.method != "POST":
                 return
             if response.status_code >= 400:
@@ -490,6 +497,9 @@ class _Noted:
     events: dict[Any, _Tapped] = attrs.Factory(dict)
     """The events of each request answered with an event stream, until its answer is handed
     on (:func:`_note_events`)."""
+    streamed: bool = False
+    """A GET stream of the session was answered 200 (the server has one): a 404 to a later one
+    is the session's end."""
 
 
 def _request_id(request: httpx2.Request) -> int | str | None:
