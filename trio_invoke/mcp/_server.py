@@ -315,13 +315,11 @@ class _HTTP:
             # longer knows the session (it restarted, or ended it), and a client "MUST start a
             # new session". The connection is lost before the SDK hands the request its
             # error, and the call goes to a new session (see MCPServer._call). A POST (a
-            # message of the session) counts, a GET only once one was opened: a server may have
-            # no GET stream at all (404), and a JSON-RPC "method not found" may come as a 404
-            # too.
-            # A GET stream of the session once answered 200 (the server has one) and 404 now
-            # is the session's end too: the SDK opens it again after it breaks, with the
-            # session's id, so a server restarted while nothing is called is noticed then
-            # (and connected to again in the background, with no call).
+            # message of the session) counts, and a GET once one was answered 200: a server
+            # may have no GET stream at all (404), and a JSON-RPC "method not found" may come
+            # as a 404 too. The SDK opens a broken GET stream again, with the session's id, so
+            # a server restarted while nothing is called is noticed then (and connected to
+            # again in the background).
             request = response.request
             if (
                 response.status_code == 404
