@@ -88,9 +88,10 @@ _UNREADABLE: Final = "the answer could not be read: "
 _log = logging.getLogger("trio_invoke.mcp")
 
 _RELISTEN_FIRST: Final = 0.25
-"""Seconds before listening for tool list changes again, the first time after a loss."""
+"""Seconds before listening for tool list changes again, the first time after a loss (and
+before connecting again, after a first attempt that failed)."""
 _RELISTEN_MAX: Final = 30.0
-"""The longest wait between two attempts to listen again."""
+"""The longest wait between two attempts to listen again, or to connect again."""
 _DISCOVER_WAIT: Final[float | None] = getattr(_sdk_session, "DISCOVER_TIMEOUT_SECONDS", None)
 """Seconds the MCP SDK waits for an answer to ``server/discover`` before it sends
 ``initialize`` (in protocol ``"auto"``), if this version of it says."""
