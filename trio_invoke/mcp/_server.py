@@ -481,6 +481,9 @@ _NOT_JSON_RPC: Final = "the server's HTTP response is not a JSON-RPC message: it
 """How :func:`_unparsed`'s errors begin; what follows says what the body (or its event) is."""
 _PREVIEW: Final = 60
 """Characters of a body that messages show."""
+_TAPPED_MAX: Final = 1024 * 1024
+"""Bytes of an event-stream answer kept to say, should one of its events be no JSON-RPC
+message, what it was (beyond them, the error says so without the event)."""
 
 
 @attrs.define
@@ -553,17 +556,16 @@ def _note_events(response: httpx2.Response, events: dict[Any, _Tapped]) -> bool:
 
 
 class _Tapped(httpx2.AsyncByteStream):
-    """An event-stream response's body, passed on as it comes, with the data of the
-    ``message`` events that its latest piece ended: the SDK reads the events of each piece as
-    it comes, and stops at one that is no JSON-RPC message, which is among them (those before
-    it were good)."""
+    """An event-stream response's body, passed on as it comes, with its first
+    :data:`_TAPPED_MAX` bytes kept: read as events only if the SDK found one that is no
+    JSON-RPC message (:meth:`what`), not on the way of every answer."""
 
-    __slots__ = ("_ended", "_parser", "_stream")
+    __slots__ = ("_kept", "_pieces", "_stream")
 
     def __init__(self, stream: httpx2.AsyncByteStream) -> None:
         self._stream = stream
-        self._parser: SSEParser | None = SSEParser()
-        self._ended: list[str] = []
+        self._pieces: list[bytes] | None = []
+        self._kept = 0
 
     @property
     def elapsed(self) -> Any:
@@ -571,20 +573,19 @@ class _Tapped(httpx2.AsyncByteStream):
         return getattr(self._stream, "elapsed", None)
 
     def blind(self) -> None:
-        """Keep no more events (the pieces cannot be read, or an event grew too large)."""
-        self._parser = None
-        self._ended = []
+        """Keep no more of the body (its pieces cannot be read as events, or it grew large)."""
+        self._pieces = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         pieces = self._stream.__aiter__()
         try:
             async for piece in pieces:
-                if self._parser is not None:
-                    ended = [e.data for e in self._parser.feed(piece) if e.event == "message"]
-                    if ended:
-                        self._ended = ended
-                    if self._parser.too_large:
+                if self._pieces is not None:
+                    self._kept += len(piece)
+                    if self._kept > _TAPPED_MAX:
                         self.blind()
+                    else:
+                        self._pieces.append(piece)
                 yield piece
         finally:
             if isinstance(pieces, AsyncGenerator):
@@ -594,19 +595,25 @@ class _Tapped(httpx2.AsyncByteStream):
         await self._stream.aclose()
 
     def what(self) -> str:
-        """What the event that is no JSON-RPC message was, in a few words."""
-        for data in self._ended:
-            try:
-                mcp_types.jsonrpc_message_adapter.validate_json(data, by_name=False)
-            except ValueError:  # (the SDK's own check: this is the event it stopped at)
+        """What the event that is no JSON-RPC message was, in a few words: the first such
+        ``message`` event of the body, where the SDK stopped (it skips those with no data)."""
+        parser = SSEParser()
+        for piece in self._pieces or ():
+            for event in parser.feed(piece):
+                data = event.data
+                if event.event != "message" or not data:
+                    continue
                 try:
-                    json.loads(data)
-                except (ValueError, RecursionError):
-                    return f"an event stream with an event that is not JSON ({_preview(data)})"
-                return (
-                    "an event stream with an event that is JSON but not a JSON-RPC message "
-                    f"({_preview(data)})"
-                )
+                    mcp_types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+                except ValueError:  # (the SDK's own check)
+                    try:
+                        json.loads(data)
+                    except (ValueError, RecursionError):
+                        return f"an event stream with an event that is not JSON ({_preview(data)})"
+                    return (
+                        "an event stream with an event that is JSON but not a JSON-RPC message "
+                        f"({_preview(data)})"
+                    )
         return "an event stream with an event that is not a JSON-RPC message"
 
 
