@@ -2622,8 +2622,14 @@ NOT_JSON_RPC = [
 what they are."""
 
 
-def sdk_parse_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.getMessage() == "Error parsing JSON response"]
+SDK_EVENT_PARSE = "Error parsing SSE message"
+
+
+def sdk_parse_logs(
+    caplog: pytest.LogCaptureFixture, what: str = "Error parsing JSON response"
+) -> list[logging.LogRecord]:
+    """The MCP SDK's records of a body (or, ``what`` saying so, an event) it could not parse."""
+    return [r for r in caplog.records if r.getMessage() == what]
 
 
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
@@ -2694,10 +2700,6 @@ NO_JSON_RPC_EVENT = [
 NUL bytes), and how errors say what it is."""
 
 
-def sdk_event_parse_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.getMessage() == "Error parsing SSE message"]
-
-
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
 @pytest.mark.parametrize(("body", "what"), NO_JSON_RPC_EVENT)
 async def test_an_http_server_that_answers_the_handshake_with_an_event_of_no_json_rpc(
@@ -2713,7 +2715,7 @@ async def test_an_http_server_that_answers_the_handshake_with_an_event_of_no_jso
         f"MCP server {url!r} answered the handshake with {what}: not an MCP server's answer "
         "(a wrong URL or path?)"
     )
-    assert sdk_event_parse_logs(caplog) == []
+    assert sdk_parse_logs(caplog, SDK_EVENT_PARSE) == []
     assert "the MCP SDK could not parse a response: Failed to parse SSE message" in caplog.text
 
 
@@ -2735,7 +2737,7 @@ async def test_an_http_server_that_answers_a_call_with_an_event_of_no_json_rpc(
         "MCP server's answer"
     )
     assert caught.value.code == mcp_types.PARSE_ERROR
-    assert sdk_event_parse_logs(caplog) == []
+    assert sdk_parse_logs(caplog, SDK_EVENT_PARSE) == []
 
 
 async def test_an_http_server_that_answers_a_call_with_a_compressed_event_of_no_json_rpc(
@@ -2756,7 +2758,7 @@ async def test_an_http_server_that_answers_a_call_with_a_compressed_event_of_no_
         f"MCP server {url!r} (named 'plain') answered the call of 'hello' with an event stream "
         "with an event that is not a JSON-RPC message: not an MCP server's answer"
     )
-    assert sdk_event_parse_logs(caplog) == []
+    assert sdk_parse_logs(caplog, SDK_EVENT_PARSE) == []
 
 
 async def test_an_http_server_that_sends_an_event_of_no_json_rpc_on_its_get_stream(
@@ -2768,7 +2770,7 @@ async def test_an_http_server_that_sends_an_event_of_no_json_rpc_on_its_get_stre
 
     class Logged(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            if record.getMessage() == "Error parsing SSE message":
+            if record.getMessage() == SDK_EVENT_PARSE:
                 logged.set()
 
     sdk = logging.getLogger("mcp.client.streamable_http")
@@ -2782,7 +2784,7 @@ async def test_an_http_server_that_sends_an_event_of_no_json_rpc_on_its_get_stre
                 assert await hello.execute({}) == "hi"
     finally:
         sdk.removeHandler(seen)
-    caught = sdk_event_parse_logs(caplog)[0].exc_info
+    caught = sdk_parse_logs(caplog, SDK_EVENT_PARSE)[0].exc_info
     assert caught is not None
     assert isinstance(caught[1], pydantic.ValidationError)
 
