@@ -20,7 +20,7 @@ from trio_invoke import FunctionInvokingChatClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's benchmarks/
 
-from benchmarks import _http, _workloads
+from benchmarks import _http, _workloads, instructions
 from benchmarks.__main__ import load_client
 from benchmarks._harness import Row, Settings, duplicate_measures, format_table, machine_info
 from benchmarks._workloads import Context
@@ -410,3 +410,22 @@ def test_a_ctrl_c_while_the_results_are_written_leaves_the_last_file_whole(
     monkeypatch.undo()
     assert path.read_text(encoding="utf-8") == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.json"]
+
+
+@pytest.mark.parametrize(
+    ("workload", "side"),
+    [("rounds", "library"), ("rounds", "skeleton"), ("rounds", "floor"), ("streaming", "library")],
+)
+def test_the_instruction_count_runs_what_it_counts(workload: str, side: str) -> None:
+    """What ``python -m benchmarks.instructions`` runs under callgrind, without callgrind: runs
+    of the side, each to its end."""
+    assert instructions._child(workload, side, 0) == 0
+    assert instructions._child(workload, side, 2) == 2
+
+
+def test_the_instruction_count_without_valgrind_is_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(SystemExit, match=r"needs valgrind \(Debian: apt install valgrind\)"):
+        instructions.main(["--only", "rounds"], echo=lambda line: None)
