@@ -15,6 +15,7 @@ Needs ``valgrind`` (Debian's package); about a minute per workload.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -84,7 +85,10 @@ def _count(workload: str, side: str, runs: int, out: Path) -> int:
         str(runs),
     ]
     try:
-        subprocess.run(command, check=True, capture_output=True)
+        # (one hash seed: str hashes, and with them dict probing, the same in every count)
+        subprocess.run(
+            command, check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"}
+        )
     except FileNotFoundError:
         raise SystemExit(
             "python -m benchmarks.instructions needs valgrind (Debian: apt install valgrind)"
