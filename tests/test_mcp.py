@@ -2034,13 +2034,20 @@ async def test_connecting_again_warns_once_per_reason_while_the_server_is_down(
         server._wanted.set()  # as the block's end does
 
 
+async def wait_until_available(server: MCPServer, available: bool) -> None:
+    with trio.fail_after(30):  # (as wait_for_tool: a restarted process takes seconds to listen)
+        while server.available != available:  # noqa: ASYNC110 -- another process
+            await trio.sleep(0.02)
+
+
 @pytest.mark.parametrize("down", [0.5, 2.0])
 async def test_an_http_server_restarted_while_idle_goes_on(
     log: Log, http_servers: list[HTTPServer], down: float
 ) -> None:
     # Down for a while, and back on its port before any call: listening again fails meanwhile,
-    # which does not lose the server (the 2026-07-28 protocol has no session to lose); once it
-    # is back, calls are answered and tool list changes followed as before. (The restart runs
+    # which does not lose the server (the 2026-07-28 protocol has no session to lose), though
+    # it is not available; once it is back, it is, and calls are answered and tool list
+    # changes followed as before. (The restart runs
     # in a thread, so that the loop goes on meanwhile.)
     http = HTTPServer(log)
     http_servers.append(http)
@@ -2051,11 +2058,57 @@ async def test_an_http_server_restarted_while_idle_goes_on(
             await trio.sleep(down)  # nothing is called meanwhile
             port = http.port
             http_servers.append(await trio.to_thread.run_sync(lambda: HTTPServer(log, port=port)))
-            await trio.sleep(1)
-            assert server.available, server._lost
+            await wait_until_available(server, True)  # (the listen stream's next attempt)
+            assert server._lost is None, server._lost
             assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
             assert await by_remote(server)["add_tool"].execute({"name": "after"}) == "added after"
             await wait_for_tool(server, "after")
+
+
+async def test_a_server_that_stops_taking_connections_while_idle_is_not_available_until_back(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # The 2026-07-28 protocol: nothing is called, so no request finds the server gone; its
+    # tool list changes stream ends, and its port refuses connections: not available. Back on
+    # its port, it is available again with no call, the same connection (no session to lose),
+    # and its tool list changes are followed. (The restart runs in a thread.)
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url) as server:
+            assert server._client is not None
+            assert server._announces_changes(server._client)  # a 2026-07-28 listen stream
+            assert await by_remote(server)["add_tool"].execute({"name": "before"}) == (
+                "added before"
+            )
+            await wait_for_tool(server, "before")
+            epoch = server._epoch
+            http.kill()
+            await wait_until_available(server, False)
+            assert server._lost is None  # not lost: its connection goes on once it is back
+            assert "not connected" in repr(server)
+            port = http.port
+            http_servers.append(await trio.to_thread.run_sync(lambda: HTTPServer(log, port=port)))
+            await wait_until_available(server, True)
+            assert server._epoch == epoch
+            await wait_for_tool(server, "before", present=False)  # the restarted server's list
+            assert await by_remote(server)["add_tool"].execute({"name": "after"}) == "added after"
+            await wait_for_tool(server, "after")
+
+
+async def test_a_call_answered_says_a_server_that_stopped_taking_connections_is_back(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # Back before the listen stream's next attempt (which may be up to 30 s away): the first
+    # call it answers makes it available again.
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url) as server:
+            server._unreachable = server._epoch  # as the listen stream records it
+            assert not server.available
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+            assert server.available
 
 
 async def test_a_legacy_session_a_restarted_server_forgot_while_idle_is_made_again_with_no_call(

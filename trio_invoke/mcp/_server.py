@@ -980,6 +980,10 @@ class MCPServer:
         """Set when the attempt to connect again that calls wait for is over."""
         self._again: str | None = None
         """Why the last attempt to connect again failed, or ``None``."""
+        self._unreachable: int | None = None
+        """The connection whose server stopped taking connections while it was idle (a
+        2026-07-28 server: its listen stream ended, and its port refuses), until it listens
+        again: not available meanwhile, though not lost (see :meth:`_listen`)."""
         self._connecting: set[trio.CancelScope] = set()
         """The time limits of connections being made again (the block's end cancels them)."""
         self._ended: set[int] = set()
@@ -1153,8 +1157,11 @@ class MCPServer:
 
     @property
     def available(self) -> bool:
-        """Whether calls can reach the server now."""
-        return self._client is not None and self._lost is None
+        """Whether calls can reach the server now: connected, and not known to be gone (a
+        request found it gone, it ended the session, or, with the 2026-07-28 protocol, its
+        tool list changes stream ended and its port takes no connections; ``True`` again
+        once it listens there)."""
+        return self._client is not None and self._lost is None and self._unreachable != self._epoch
 
     def __repr__(self) -> str:
         state = "connected" if self.available else "not connected"
@@ -1687,8 +1694,10 @@ class MCPServer:
         between went unseen. Before listening again it waits (as long again) until the
         server takes connections: a request the SDK's HTTP transport cannot connect ends the
         whole session, and a server restarting on its port takes a moment (the 2026-07-28
-        protocol has no session to lose, so one back before any call goes on as before). A
-        request is what finds a server gone (see :meth:`_call`). It stops when the connection
+        protocol has no session to lose, so one back before any call goes on as before).
+        While its port takes no connections the server is not :attr:`available` (until it
+        listens again); a request is what finds a server gone for good, and connects again
+        (see :meth:`_call`). It stops when the connection
         is lost (a new one listens again: see :meth:`_reconnect`), and the block's end cancels
         it. ``task_status`` is told once the first attempt is done.
         """
@@ -1701,6 +1710,8 @@ class MCPServer:
                 try:
                     async with client.listen(tools_list_changed=True) as subscription:
                         opened = trio.current_time()
+                        if self._unreachable == epoch:
+                            self._unreachable = None  # it takes connections again
                         if first:
                             task_status.started()
                         else:
@@ -1718,6 +1729,8 @@ class MCPServer:
             if self._is_lost(epoch):
                 return  # calls say it is gone; nothing to follow
             if not listens:
+                if epoch is None or epoch == self._epoch:
+                    self._unreachable = self._epoch
                 _log.debug("%s: no connection yet; trying in %g s", self._who, delay)
             else:
                 if opened is not None and trio.current_time() - opened >= _RELISTEN_MAX:
@@ -1814,6 +1827,8 @@ class MCPServer:
                 self._in_flight[epoch] += 1
                 try:
                     result = await client.call_tool(tool.remote_name, sendable)
+                    if self._unreachable == epoch:
+                        self._unreachable = None  # it answered: it takes connections again
                 except MCPError as exc:
                     if (
                         not refused
