@@ -18,7 +18,8 @@ request, so a test can revoke a token); ``--mode-file PATH`` makes the server mi
 file says, read at each request (missing or empty: it does not): ``forget`` answers 404 to
 every POST with an ``Mcp-Session-Id`` (a server that forgets every session), ``forget-calls``
 only to those that call a tool, ``500`` answers HTTP 500 to every POST, ``bad-init`` answers
-``initialize`` with a result that is not one, ``hang`` never answers a POST,
+``initialize`` with a result that is not one, ``fail-list`` answers ``tools/list`` with a
+JSON-RPC error (and logs each ``initialize``), ``hang`` never answers a POST,
 ``legacy-only`` answers 400 to every POST without a session that is not ``initialize`` (a
 server of the 2025 protocols only). With any of these HTTP flags, each ``DELETE`` (a client
 ending its session) is logged with the session's id. Over stdio,
@@ -342,6 +343,15 @@ class _Router:
                 error = {"code": -32600, "message": "Bad Request: Missing session ID"}
                 answer = {"jsonrpc": "2.0", "id": request.get("id"), "error": error}
                 await _answer(send, 400, "application/json", json.dumps(answer).encode())
+                return
+            if mode == "fail-list" and method == "initialize" and self.log_path is not None:
+                line = json.dumps({"event": "initialize"}) + "\n"
+                async with await anyio.open_file(self.log_path, "a", encoding="utf-8") as file:
+                    await file.write(line)
+            if mode == "fail-list" and method == "tools/list":
+                error = {"code": -32603, "message": "the tool list is not ready"}
+                answer = {"jsonrpc": "2.0", "id": request.get("id"), "error": error}
+                await _answer(send, 200, "application/json", json.dumps(answer).encode())
                 return
             if mode == "bad-init" and method == "initialize":
                 answer = {"jsonrpc": "2.0", "id": request.get("id"), "result": {"nonsense": 1}}

@@ -1353,6 +1353,43 @@ async def test_an_http_server_back_but_misbehaving(
         assert len(log.events("forgot")) == 2 * 3  # each call: sent, refused, sent once more
 
 
+async def test_each_session_of_a_server_whose_listing_fails_is_ended(
+    log: Log, http_servers: list[HTTPServer], tmp_path: Path
+) -> None:
+    # Back on its port, the server finishes each handshake but fails to list its tools: every
+    # attempt to connect again (a call's, the background's) makes a session that is no use,
+    # and each is ended (DELETE) at once, not left on the server until the block ends.
+    mode_file = tmp_path / "mode"
+    http = HTTPServer(log, "--mode-file", str(mode_file))
+    http_servers.append(http)
+    with trio.fail_after(ENTER + 30):
+        async with MCPServer.http(http.url, protocol="legacy", init_timeout=2) as server:
+            add = by_remote(server)["add"]
+            http.kill()
+            mode_file.write_text("fail-list", encoding="utf-8")
+            restart = functools.partial(
+                HTTPServer, log, "--mode-file", str(mode_file), port=http.port
+            )
+            http_servers.append(await trio.to_thread.run_sync(restart))
+            for _ in range(3):
+                with trio.fail_after(5), pytest.raises(MCPToolError) as refused:
+                    await add.execute({"a": 1, "b": 2})
+            assert "the tool list is not ready" in str(refused.value)
+            assert not server.available
+            made = len(log.events("initialize"))
+            assert made >= 3
+            # (the first session's DELETE too, answered 404 by the restarted server)
+            await log.wait_for(lambda log: len(log.events("delete")) >= made + 1)
+            mode_file.write_text("", encoding="utf-8")
+            with trio.fail_after(5):
+                assert await add.execute({"a": 1, "b": 2}) == "3"
+    sessions = [e["session"] for e in log.events("delete")]
+    # every session ended once: the first, each that failed, and the last (at the block's end;
+    # it may be one whose handshake came while the listing still failed)
+    assert len(sessions) == len(set(sessions)) >= len(log.events("initialize")) + 1
+    assert all(sessions)
+
+
 async def test_a_session_made_again_is_deleted_when_the_block_ends(
     log: Log, http_servers: list[HTTPServer], tmp_path: Path
 ) -> None:
@@ -2109,6 +2146,59 @@ async def test_a_call_answered_says_a_server_that_stopped_taking_connections_is_
             assert not server.available
             assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
             assert server.available
+
+
+@pytest.mark.parametrize("restarts", [1, 2])
+async def test_ending_a_session_a_restarted_server_never_knew_is_no_warning(
+    log: Log, http_servers: list[HTTPServer], caplog: pytest.LogCaptureFixture, restarts: int
+) -> None:
+    # Each session ends with a DELETE; the restarted server answers 404 for the sessions of
+    # the servers before it (it never knew them): the end the DELETE asked for, not a failed
+    # termination to warn of. (A DELETE of ours answered otherwise still is, by the SDK.)
+    caplog.set_level(logging.DEBUG)
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER * (restarts + 1)):
+        async with MCPServer.http(http.url, protocol="legacy") as server:
+            assert await by_remote(server)["add"].execute({"a": 1, "b": 2}) == "3"
+            for _ in range(restarts):
+                epoch = server._epoch
+                http_servers[-1].kill()
+                restart = functools.partial(HTTPServer, log, port=http.port)
+                http_servers.append(await trio.to_thread.run_sync(restart))
+                with trio.fail_after(30):  # until a call is answered over a new session
+                    while server._epoch == epoch or not server.available:
+                        with contextlib.suppress(MCPToolError):  # (the connection ended)
+                            await by_remote(server)["add"].execute({"a": 1, "b": 2})
+                        await trio.sleep(0.05)
+                assert await by_remote(server)["add"].execute({"a": 2, "b": 2}) == "4"
+    terminations = [r for r in caplog.records if "Session termination" in r.getMessage()]
+    assert [r for r in terminations if r.levelno >= logging.WARNING] == []
+    ended = "the server knew the session no more when it was ended (HTTP 404)"
+    assert any(r.getMessage() == ended for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("message", "ours", "kept"),
+    [
+        ("Session termination failed: 404", True, False),
+        ("Session termination failed: 404", False, True),  # the SDK's own users' sessions
+        ("Session termination failed: 500", True, True),
+        ("Session termination failed: All connection attempts failed", True, True),
+    ],
+)
+def test_only_a_session_of_ours_ended_with_a_404_is_not_a_failed_termination(
+    message: str, ours: bool, kept: bool
+) -> None:
+    record = logging.LogRecord(
+        "mcp.client.streamable_http", logging.WARNING, __file__, 1, message, (), None
+    )
+    gone = trio_invoke.mcp._server._GONE_ALREADY
+    token = gone.set(ours)
+    try:
+        assert trio_invoke.mcp._server._SDKParseErrors().filter(record) is kept
+    finally:
+        gone.reset(token)
 
 
 async def test_a_legacy_session_a_restarted_server_forgot_while_idle_is_made_again_with_no_call(

@@ -331,6 +331,11 @@ class _HTTP:
                 lose(_SESSION_ENDED)
             if request.method == "GET" and response.status_code == 200:
                 noted.streamed = True
+            if request.method == "DELETE" and response.status_code == 404:
+                # The session's end, answered "no such session" (a server restarted on its
+                # port never knew it): what the DELETE asked for. The SDK logs it as a failed
+                # termination in this task, right after this hook (_SDKParseErrors drops it).
+                _GONE_ALREADY.set(True)
             if request.method != "POST":
                 return
             if response.status_code >= 400:
@@ -672,9 +677,16 @@ class _SDKParseErrors(logging.Filter):
     request it answered gets an error that says what the body or the event was
     (:func:`_unparsed`), which raises or is the call's result. The SDK's own words go to
     ``trio_invoke.mcp``'s debug log. Every other record (a bad event of the GET stream, which
-    answers no request, among them), and every record of the SDK's own users, passes."""
+    answers no request, among them), and every record of the SDK's own users, passes.
+
+    Nor does it log as a failure the end of a session of ours that the server answers 404
+    (it knows no such session: it restarted), which is the end the ``DELETE`` asked for."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == _TERMINATION_404 and _GONE_ALREADY.get():
+            _GONE_ALREADY.set(False)  # (once: the task may end another session later)
+            _log.debug("the server knew the session no more when it was ended (HTTP 404)")
+            return False
         if record.msg == "Error parsing JSON response":
             ours = _IN_CONNECTION.get()
         elif record.msg == "Error parsing SSE message":
@@ -694,6 +706,10 @@ _ANSWERING: Final = contextvars.ContextVar("trio_invoke.mcp event answer", defau
 transport's response hook): the SDK reads its events there, and answers the request with an
 error when one is no JSON-RPC message. The SDK reads its GET stream in a task of its own, where
 this is not set (and the context of a message's POST is a copy: nothing leaks to the next)."""
+_GONE_ALREADY: Final = contextvars.ContextVar("trio_invoke.mcp session gone", default=False)
+"""Set in the task that ends a session of ours once the server answered its ``DELETE`` 404."""
+_TERMINATION_404: Final = "Session termination failed: 404"
+"""The SDK's record of a ``DELETE`` answered 404 (``StreamableHTTPTransport.terminate_session``)."""
 logging.getLogger("mcp.client.streamable_http").addFilter(_SDKParseErrors())
 
 
