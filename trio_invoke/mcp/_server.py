@@ -1712,10 +1712,10 @@ class MCPServer:
         whole session, and a server restarting on its port takes a moment (the 2026-07-28
         protocol has no session to lose, so one back before any call goes on as before).
         While its port takes no connections the server is not :attr:`available` (until it
-        listens again); a request is what finds a server gone for good, and connects again
-        (see :meth:`_call`). It stops when the connection
-        is lost (a new one listens again: see :meth:`_reconnect`), and the block's end cancels
-        it. ``task_status`` is told once the first attempt is done.
+        listens again, or a call is answered); a request is what finds a server gone for good,
+        and connects again (see :meth:`_call`). It stops when the connection is lost (a new
+        one listens again: see :meth:`_reconnect`), and the block's end cancels it.
+        ``task_status`` is told once the first attempt is done.
         """
         delay = _RELISTEN_FIRST
         first = True
