@@ -2654,6 +2654,10 @@ def json_rpc_over_http(
     events: bool = False,
     compressed: bool = False,
     listen: bytes | None = None,
+    listing: bytes | None = None,
+    raw: bool = False,
+    framing: str = "length",
+    drop_gets: bool = False,
 ) -> Any:
     """A handler of a plain MCP server over HTTP (JSON answers, no session, no GET stream) of
     one tool, ``hello``, which answers the handshake (``initialize`` and ``server/discover``)
@@ -2661,13 +2665,36 @@ def json_rpc_over_http(
     given (later ones with ``"hi"``). With ``events``, every answer is an event stream instead
     (``handshake`` and ``call`` are its events, split at NUL bytes), and with ``compressed``
     the one of ``call`` is gzipped. With ``listen``, the handshake gives a session, and each
-    GET (the SDK's stream of the server's own messages) is answered with the event ``listen``."""
+    GET (the SDK's stream of the server's own messages) is answered with the event ``listen``.
+    With ``listing``, every ``tools/list`` after the first is answered with it. With ``raw``,
+    ``handshake``, ``call`` and ``listing`` are each the whole body of an event stream, sent as
+    they are, framed by ``framing``: ``"length"`` or ``"chunked"`` (the stream ends as the
+    server meant it to), ``"short"`` (a Content-Length a byte more than comes) or
+    ``"chunked-cut"`` (no last chunk: the connection ends mid-body), or ``"close"`` (no
+    length: the body ends as the connection does). With
+    ``drop_gets``, a GET's connection is closed with no answer (else: 405)."""
     calls = itertools.count()
+    listings = itertools.count()
 
     async def reply(
         stream: trio.SocketStream, body: bytes, *, given: bool = False, initialize: bool = False
     ) -> None:
         headers = {"mcp-session-id": "s1"} if initialize and listen is not None else {}
+        if raw and given:
+            sent = http_reply("200 OK", "text/event-stream", body, headers=headers)
+            head, _, _ = sent.partition(b"\r\n\r\n")
+            length = b"content-length: %d" % len(body)
+            if framing == "short":
+                sent = sent.replace(length, b"content-length: %d" % (len(body) + 1))
+            elif framing == "close":
+                sent = head.replace(length + b"\r\n", b"") + b"\r\n\r\n" + body
+            elif framing != "length":
+                chunks = b"%x\r\n%s\r\n" % (len(body), body) if body else b""
+                last = b"" if framing == "chunked-cut" else b"0\r\n\r\n"
+                head = head.replace(length, b"transfer-encoding: chunked")
+                sent = head + b"\r\n\r\n" + chunks + last
+            await stream.send_all(sent)
+            return
         if not events:
             await stream.send_all(http_reply("200 OK", "application/json", body, headers=headers))
             return
@@ -2687,6 +2714,8 @@ def json_rpc_over_http(
                     http_reply("200 OK", "text/event-stream", event_stream(listen))
                 )
                 return
+            if method == "GET" and drop_gets:
+                return
             if method != "POST":
                 await stream.send_all(http_reply("405 Method Not Allowed", "text/plain"))
                 return
@@ -2697,8 +2726,10 @@ def json_rpc_over_http(
                 return
             if what == "tools/call":
                 given = call if next(calls) == 0 else None
+            elif what == "tools/list":
+                given = listing if next(listings) > 0 else None
             else:
-                given = handshake if what != "tools/list" else None
+                given = handshake
             if given is not None:
                 await reply(stream, given, given=True)
                 return
@@ -2902,6 +2933,178 @@ async def test_an_http_server_that_answers_a_call_with_a_compressed_event_of_no_
         "with an event that is not a JSON-RPC message: not an MCP server's answer"
     )
     assert sdk_parse_logs(caplog, SDK_EVENT_PARSE) == []
+
+
+NO_RESPONSE = [
+    pytest.param(
+        b"data:\n\ndata: \n\nevent: message\ndata:\n\n", "3 events with no data", id="empty-data"
+    ),
+    pytest.param(
+        b": keep-alive\n\nevent: ping\ndata: {}\n\n: still here\nevent: ping\n\n",
+        "2 'ping' events and 2 comments",
+        id="comments-and-pings",
+    ),
+    pytest.param(
+        b"data: " + NOTICE + b"\n\n: done\n", "1 notification and 1 comment", id="a-notification"
+    ),
+    pytest.param(b"", "nothing", id="nothing"),
+]
+"""Whole bodies of a 200 text/event-stream answer that ends (at its Content-Length) with no
+JSON-RPC response in it, and what errors say it held."""
+ENDED = "an event stream that ended without a response"
+
+
+@pytest.mark.parametrize(
+    ("body", "held", "last_id"),
+    [
+        (
+            b"\xef\xbb\xbfdata:\r\n\r\nevent: ping\rdata: x\r\r",
+            "1 event with no data and 1 'ping' event",
+            "",
+        ),
+        (b"id: a\ndata:\n\nid:\n\nretry: 5\n\n", "3 events with no data", "a"),  # (as httpx2)
+        (b"retry: soon\n\nid: \0\n\n: c\n", "1 comment", ""),  # no field: not dispatched
+        (b'data: {"jsonrpc": "2.0", "id": 3, "method": "ping"}\n\n', "1 request", ""),
+        (b"data: {\n\n", "1 event", ""),  # (the SDK fails on it: never asked of _held)
+        (b"data:\n\ndata: x\n", None, None),  # inside an event
+        (b"data:\n\nid: 2\n", None, None),
+        (b"data:\n\n: c", None, None),  # inside a line
+    ],
+)
+def test_what_an_event_stream_with_no_response_held(
+    body: bytes, held: str | None, last_id: str | None
+) -> None:
+    from trio_invoke.mcp._server import _held
+
+    ended = _held(body)
+    assert (ended and ended.held, ended and ended.last_id) == (held, last_id)
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize(("body", "held"), NO_RESPONSE)
+async def test_an_http_server_that_answers_the_handshake_with_an_event_stream_of_no_response(
+    nursery: trio.Nursery, protocol: str, body: bytes, held: str
+) -> None:
+    # The stream ended as the server meant it to: a wrong answer, not a connection that ended.
+    url = await serve_loopback(nursery, json_rpc_over_http(handshake=body, raw=True))
+    with trio.fail_after(ENTER), pytest.raises(MCPConnectionError) as caught:
+        async with MCPServer.http(url, protocol=protocol):
+            pytest.fail("entered")
+    assert str(caught.value) == (
+        f"MCP server {url!r} answered the handshake with {ENDED} (it held {held})"
+    )
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize(("body", "held"), NO_RESPONSE)
+async def test_an_http_server_that_answers_a_call_with_an_event_stream_of_no_response(
+    nursery: trio.Nursery, protocol: str, body: bytes, held: str, framing: str
+) -> None:
+    url = await serve_loopback(nursery, json_rpc_over_http(call=body, raw=True, framing=framing))
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(url, protocol=protocol) as server:
+            (hello,) = server.tools
+            with pytest.raises(MCPToolError) as caught:
+                await hello.execute({})
+            assert server.available  # not lost: the session goes on, no reconnect
+            assert await hello.execute({}) == "hi"
+    assert str(caught.value) == (
+        f"MCP server {url!r} (named 'plain') answered the call of 'hello' with {ENDED} "
+        f"(it held {held})"
+    )
+    assert caught.value.code == mcp_types.INTERNAL_ERROR
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize(("body", "held"), NO_RESPONSE)
+async def test_an_http_server_that_answers_a_listing_with_an_event_stream_of_no_response(
+    nursery: trio.Nursery, protocol: str, body: bytes, held: str
+) -> None:
+    url = await serve_loopback(nursery, json_rpc_over_http(listing=body, raw=True))
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(url, protocol=protocol) as server:
+            (hello,) = server.tools
+            with pytest.raises(MCPConnectionError) as caught:
+                await server.refresh_tools()
+            assert server.available
+            assert server.tools == (hello,)
+            assert await hello.execute({}) == "hi"
+    assert str(caught.value) == (
+        f"listing the tools of MCP server {url!r} (named 'plain') failed: it answered "
+        f"tools/list with {ENDED} (it held {held})"
+    )
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize(
+    ("body", "framing"),
+    [
+        pytest.param(b"data:\n\n", "short", id="mid-body"),  # the connection ended early
+        pytest.param(b"data:\n\n", "chunked-cut", id="mid-chunks"),
+        pytest.param(b"data:\n\n", "close", id="at-the-connections-end"),  # (who knows?)
+        pytest.param(b"data:\n\ndata: {", "length", id="mid-event"),  # all came, half an event
+        pytest.param(b"data:\n\nevent: message\n", "length", id="mid-event-no-data"),
+        pytest.param(b"data:\n\n: bye", "chunked", id="mid-line"),
+    ],
+)
+async def test_an_http_server_whose_event_stream_answer_to_a_call_is_cut(
+    nursery: trio.Nursery, protocol: str, body: bytes, framing: str
+) -> None:
+    # A stream that stops inside its body or inside an event did not end as the server meant
+    # it to, nor one whose end is only the connection's: as before, the connection ended (and
+    # is made again).
+    url = await serve_loopback(nursery, json_rpc_over_http(call=body, raw=True, framing=framing))
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(url, protocol=protocol) as server:
+            (hello,) = server.tools
+            with pytest.raises(MCPToolError) as caught:
+                await hello.execute({})
+            assert not server.available
+            assert await hello.execute({}) == "hi"  # (connected again)
+    assert str(caught.value) == (
+        f"the connection to MCP server {url!r} (named 'plain') ended while the call was "
+        "running: the HTTP connection ended"
+    )
+
+
+# The SDK resumes a stream whose events had an id with a GET (Last-Event-ID), twice, after the
+# stream's ``retry`` milliseconds (else a second).
+PRIMED = b"retry: 10\nid: e1\ndata:\n\n"
+"""A priming event (an id, no data, as the SDK's own servers send first), and no more."""
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_http_server_that_ends_a_calls_event_stream_and_refuses_to_resume_it(
+    nursery: trio.Nursery, protocol: str
+) -> None:
+    url = await serve_loopback(nursery, json_rpc_over_http(call=PRIMED, raw=True))
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(url, protocol=protocol) as server:
+            (hello,) = server.tools
+            with pytest.raises(MCPToolError) as caught:
+                await hello.execute({})
+            assert server.available
+            assert await hello.execute({}) == "hi"
+    assert str(caught.value) == (
+        f"MCP server {url!r} (named 'plain') answered the call of 'hello' with {ENDED} (it "
+        "held 1 event with no data), and resuming it (a GET with Last-Event-ID 'e1') was "
+        "answered HTTP 405 Method Not Allowed"
+    )
+
+
+async def test_an_http_server_that_ends_a_calls_event_stream_and_is_gone_when_resumed(
+    nursery: trio.Nursery,
+) -> None:
+    # The GET that resumes it gets no answer at all: the connection ended.
+    url = await serve_loopback(nursery, json_rpc_over_http(call=PRIMED, raw=True, drop_gets=True))
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(url, protocol="legacy") as server:
+            (hello,) = server.tools
+            with pytest.raises(MCPToolError) as caught:
+                await hello.execute({})
+            assert not server.available
+    assert "ended while the call was running: the HTTP connection ended" in str(caught.value)
 
 
 async def test_an_http_server_that_sends_an_event_of_no_json_rpc_on_its_get_stream(

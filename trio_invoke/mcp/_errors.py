@@ -53,7 +53,8 @@ def _rebuild(
 class MCPConnectionError(TrioInvokeError, ConnectionError):
     """Entering ``async with MCPServer...`` failed: the command could not be started, nothing
     listens at the URL, the server closed the connection or refused the handshake, or the URL
-    answered it with something else (an empty body, a web page: no JSON-RPC message). The
+    answered it with something else (an empty body, a web page, an event stream that ended
+    without a response: no JSON-RPC response). The
     message names the server; the underlying exception is ``__cause__``."""
 
 

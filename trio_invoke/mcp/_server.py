@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import os
+import re
 import shlex
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Mapping, Sequence
 from importlib import metadata
@@ -308,8 +309,16 @@ class _HTTP:
         self, stack: contextlib.AsyncExitStack[Any], lose: _Lose, noted: _Noted
     ) -> Any:
         """The SDK's transport; ``noted`` gets the HTTP status of each request answered with
-        an error status and no JSON-RPC error, and the response of each answered with JSON
-        (for :class:`_WatchedStream`)."""
+        an error status and no JSON-RPC error, the response of each answered with JSON, the
+        body of each answered with an event stream, and how the GETs that resume one were
+        answered (for :class:`_WatchedStream`)."""
+
+        async def resuming(request: httpx2.Request) -> None:
+            # The SDK resumes an event-stream answer that ended with no response with a GET
+            # that names the stream's last event id: noted as sent, and as answered (below).
+            resumed = request.headers.get("last-event-id")
+            if request.method == "GET" and resumed is not None:
+                _remember(noted.resumed, resumed, None)
 
         async def answered(response: httpx2.Response) -> None:
             # The MCP spec: a 404 to a request with an Mcp-Session-Id means the server no
@@ -336,6 +345,8 @@ class _HTTP:
                 # port never knew it): what the DELETE asked for. The SDK logs it as a failed
                 # termination in this task, right after this hook (_SDKParseErrors drops it).
                 _GONE_ALREADY.set(True)
+            if request.method == "GET" and "last-event-id" in request.headers:
+                _note_resumed(response, noted.resumed)
             if request.method != "POST":
                 return
             if response.status_code >= 400:
@@ -351,7 +362,7 @@ class _HTTP:
         http = httpx2.AsyncClient(
             headers=dict(self.headers) if self.headers is not None else None,
             timeout=_HTTP_TIMEOUT,
-            event_hooks={"request": [_long_lived], "response": [answered]},
+            event_hooks={"request": [_long_lived, resuming], "response": [answered]},
         )
         await stack.enter_async_context(http)
         return streamable_http_client(self.url, http_client=http)
@@ -482,6 +493,15 @@ when the body of its JSON response is no JSON-RPC message (or could not be read)
 _SDK_UNPARSED_EVENT: Final = "Failed to parse SSE message: "
 """How it begins the one it answers a request with when an event of its event-stream response
 is no JSON-RPC message."""
+_SDK_NO_RESPONSE: Final = "SSE stream ended without a response"
+"""The MCP SDK's HTTP transport's error (``CONNECTION_CLOSED``) for a request whose event-stream
+answer ended with no response in it, and no event id to resume it from: the stream's end, be it
+the server's own or the connection's."""
+_SDK_NOT_RESUMED: Final = "SSE stream ended and reconnection attempts were exhausted"
+"""Its error when there was an event id, and the GETs that resumed the stream from it (two)
+failed."""
+_ENDED: Final = "the server answered with an event stream that ended without a response"
+"""How :func:`_unanswered`'s errors begin."""
 _NOT_JSON_RPC: Final = "the server's HTTP response is not a JSON-RPC message: it is "
 """How :func:`_unparsed`'s errors begin; what follows says what the body (or its event) is."""
 _PREVIEW: Final = 60
@@ -507,6 +527,25 @@ class _Noted:
     streamed: bool = False
     """A GET stream of the session was answered 200 (the server has one): a 404 to a later one
     is the session's end."""
+    resumed: dict[Any, str | None] = attrs.Factory(dict)
+    """How the last GET that resumed an event stream (by the ``Last-Event-ID`` it named) was
+    refused, ``None`` while it has no answer or was not refused (:func:`_note_resumed`)."""
+
+
+def _note_resumed(response: httpx2.Response, resumed: dict[Any, str | None]) -> None:
+    """Note how the server refused a GET that resumed an event stream: an error status, or a
+    2xx answer that is no event stream (the SDK tries again, then gives up). An event stream
+    is no refusal (what became of it is not known here): ``None``, as for a GET never
+    answered, which the connection's end left with no answer."""
+    event_id = response.request.headers["last-event-id"]
+    status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+    kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if not response.is_success:
+        _remember(resumed, event_id, status)
+    elif kind != "text/event-stream":
+        _remember(resumed, event_id, f"{status} with {kind or 'no content type'}")
+    else:
+        _remember(resumed, event_id, None)
 
 
 def _request_id(request: httpx2.Request) -> int | str | None:
@@ -550,12 +589,17 @@ def _note_events(response: httpx2.Response, events: dict[Any, _Tapped]) -> bool:
     request_id = _request_id(response.request)
     if request_id is None or not isinstance(response.stream, httpx2.AsyncByteStream):
         return False
-    tapped = _Tapped(response.stream)
+    # Whether the body's end is the server's own (a Content-Length, chunks, HTTP/2), not only
+    # the connection's (a body that lasts until the connection closes).
+    framed = (
+        response.http_version.upper().startswith("HTTP/2")
+        or "content-length" in response.headers
+        or "chunked" in response.headers.get("transfer-encoding", "").lower()
+    )
     encoding = response.headers.get("content-encoding", "").strip().lower()
-    if encoding in ("", "identity"):  # (compressed, the pieces that pass are not the events')
-        response.stream = tapped
-    else:
-        tapped.blind()
+    compressed = encoding not in ("", "identity")
+    tapped = _Tapped(response.stream, framed=framed, compressed=compressed)
+    response.stream = tapped
     _remember(events, request_id, tapped)
     return True
 
@@ -563,23 +607,25 @@ def _note_events(response: httpx2.Response, events: dict[Any, _Tapped]) -> bool:
 class _Tapped(httpx2.AsyncByteStream):
     """An event-stream response's body, passed on as it comes, with its first
     :data:`_TAPPED_MAX` bytes kept: read as events only if the SDK found one that is no
-    JSON-RPC message (:meth:`what`), not on the way of every answer."""
+    JSON-RPC message (:meth:`what`), or none that answers the request (:meth:`ended`), not on
+    the way of every answer."""
 
-    __slots__ = ("_kept", "_pieces", "_stream")
+    __slots__ = ("_compressed", "_framed", "_kept", "_pieces", "_read", "_stream")
 
-    def __init__(self, stream: httpx2.AsyncByteStream) -> None:
+    def __init__(self, stream: httpx2.AsyncByteStream, *, framed: bool, compressed: bool) -> None:
+        """``framed``: the body's end is the server's own (see :meth:`ended`); ``compressed``:
+        the pieces that pass are not the events', and none are kept."""
         self._stream = stream
-        self._pieces: list[bytes] | None = []
+        self._pieces: list[bytes] | None = None if compressed else []
         self._kept = 0
+        self._framed = framed
+        self._compressed = compressed
+        self._read = False  # to its end, with no error
 
     @property
     def elapsed(self) -> Any:
         """What httpx2's own stream tells the response (:attr:`httpx2.Response.elapsed`)."""
         return getattr(self._stream, "elapsed", None)
-
-    def blind(self) -> None:
-        """Keep no more of the body (its pieces cannot be read as events, or it grew large)."""
-        self._pieces = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         pieces = self._stream.__aiter__()
@@ -588,10 +634,11 @@ class _Tapped(httpx2.AsyncByteStream):
                 if self._pieces is not None:
                     self._kept += len(piece)
                     if self._kept > _TAPPED_MAX:
-                        self.blind()
+                        self._pieces = None  # (grown large: no more is kept)
                     else:
                         self._pieces.append(piece)
                 yield piece
+            self._read = True
         finally:
             if isinstance(pieces, AsyncGenerator):
                 await pieces.aclose()
@@ -620,6 +667,103 @@ class _Tapped(httpx2.AsyncByteStream):
                         f"({_preview(data)})"
                     )
         return "an event stream with an event that is not a JSON-RPC message"
+
+    def ended(self) -> _Ended | None:
+        """What the body held, if it ended as the server meant it to, whole and between two
+        events (the SDK found no response in it); ``None`` if it did not: the connection
+        ended before the body did, or inside an event, or only the connection's end ended
+        it."""
+        if not (self._read and self._framed):
+            return None
+        if self._pieces is None:  # (the events are not known: the body's end is trusted)
+            held = (
+                "compressed events, not read here"
+                if self._compressed
+                else f"more than {_TAPPED_MAX >> 20} MiB of events"
+            )
+            return _Ended(held, None)
+        return _held(b"".join(self._pieces))
+
+
+@attrs.frozen
+class _Ended:
+    """What an event stream that ended with no response held."""
+
+    held: str
+    """In a few words: ``"3 events with no data and 1 comment"``."""
+    last_id: str | None
+    """The last event id it gave (the one the SDK resumes it from), ``""`` for none, ``None``
+    when not known."""
+
+
+_LINE_END: Final = re.compile(r"\r\n|\r|\n")
+
+
+def _held(body: bytes) -> _Ended | None:
+    """What the event stream ``body`` held, counted as the MCP SDK reads it (httpx2's parser:
+    an event with any field is dispatched, ``event`` names its type), or ``None`` when it
+    ends inside a line or an event (which is dropped there)."""
+    text = body.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    lines = _LINE_END.split(text)
+    if lines.pop():  # (after the last line end: a line with none)
+        return None
+    counts: collections.Counter[str] = collections.Counter()
+    kind, pending, last_id = "", False, ""
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if pending:
+                counts[_kind_of(kind or "message", "\n".join(data))] += 1
+            kind, data, pending = "", [], False
+            continue
+        if line.startswith(":"):
+            counts["comment"] += 1
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "event":
+            kind, pending = value, True
+        elif field == "data":
+            data.append(value)
+            pending = True
+        elif field == "id" and "\0" not in value:
+            pending = True
+            if value:
+                last_id = value
+        elif field == "retry" and value.isascii() and value.isdigit():
+            pending = True
+    if pending:
+        return None
+    parts = [
+        _counted(label, n)
+        for label, n in sorted(counts.items(), key=lambda item: item[0] == "comment")
+    ]
+    held = " and ".join((", ".join(parts[:-1]), parts[-1])) if len(parts) > 1 else "".join(parts)
+    return _Ended(held or "nothing", last_id)
+
+
+def _kind_of(kind: str, data: str) -> str:
+    """What one event of a stream with no response was, as :func:`_held` counts it."""
+    if kind != "message":
+        return f"{_preview(kind)} event"  # (the SDK logs it, and skips it)
+    if not data:
+        return "event with no data"  # (the SDK skips it)
+    try:
+        message = json.loads(data)
+    except (ValueError, RecursionError):
+        return "event"
+    if isinstance(message, dict) and "method" in message:
+        return "request" if "id" in message else "notification"
+    return "event"
+
+
+def _counted(label: str, n: int) -> str:
+    """``n`` of ``label`` (one of :func:`_kind_of`'s, or ``"comment"``)."""
+    if n == 1:
+        return f"1 {label}"
+    if label.startswith("event "):
+        return f"{n} events {label.removeprefix('event ')}"
+    return f"{n} {label}s"
 
 
 def _preview(text: str) -> str:
@@ -664,6 +808,46 @@ def _unparsed(
     _log.debug("the MCP SDK could not parse a response: %s", error.message)
     data = error.model_copy(update={"message": _NOT_JSON_RPC + what})
     return SessionMessage(message.model_copy(update={"error": data}))
+
+
+def _unanswered(
+    message: mcp_types.JSONRPCError, answer: httpx2.Response | _Tapped, noted: _Noted
+) -> SessionMessage | None:
+    """The SDK's error for a request whose event-stream ``answer`` ended with no response in
+    it, as an error of that request alone (``INTERNAL_ERROR``) that says what the stream held,
+    when the stream ended as the server meant it to (:meth:`_Tapped.ended`), and the GETs that
+    resumed it (if it named an event id) were refused by the server; ``None`` otherwise: the
+    connection ended (the SDK's ``CONNECTION_CLOSED``, which loses the server, stays)."""
+    error = message.error
+    if not isinstance(answer, _Tapped) or error.code != mcp_types.CONNECTION_CLOSED:
+        return None
+    if error.message not in (_SDK_NO_RESPONSE, _SDK_NOT_RESUMED):
+        return None
+    ended = answer.ended()
+    if ended is None:
+        return None
+    said = f"{_ENDED} (it held {ended.held})"
+    if error.message == _SDK_NOT_RESUMED:
+        refused = None if not ended.last_id else noted.resumed.pop(ended.last_id, None)
+        if refused is None:  # (a GET with no answer: the connection ended)
+            return None
+        said += (
+            f", and resuming it (a GET with Last-Event-ID {_preview(ended.last_id or '')}) "
+            f"was answered {refused}"
+        )
+    _log.debug("the MCP SDK found no response in an event stream: %s", error.message)
+    data = error.model_copy(update={"code": mcp_types.INTERNAL_ERROR, "message": said})
+    return SessionMessage(message.model_copy(update={"error": data}))
+
+
+def _is_unanswered(error: MCPError) -> bool:
+    """Whether ``error`` is an event stream that ended with no response (:func:`_unanswered`)."""
+    return error.code == mcp_types.INTERNAL_ERROR and error.message.startswith(_ENDED)
+
+
+def _what_ended(error: MCPError) -> str:
+    """What the server answered with, for an error that :func:`_is_unanswered`."""
+    return error.message.removeprefix("the server answered with ")
 
 
 def _is_unparsed(error: MCPError) -> bool:
@@ -765,7 +949,7 @@ class _WatchedStream(_Wrapped):
                 if answer is None:
                     answer = noted.events.pop(message.id, None)
                 if answer is not None:
-                    return _unparsed(message, answer) or item
+                    return _unparsed(message, answer) or _unanswered(message, answer, noted) or item
                 status = noted.statuses.pop(message.id, None)
                 if status is not None and message.error.code == mcp_types.INTERNAL_ERROR:
                     error = message.error.model_copy(
@@ -1206,6 +1390,11 @@ class MCPServer:
                     continue
                 if isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
                     self._lose(self._target.lost, epoch)  # (later ones connect again)
+                if isinstance(exc, MCPError) and _is_unanswered(exc):
+                    raise MCPConnectionError(
+                        f"listing the tools of {self._named(client)} failed: it answered "
+                        f"tools/list with {_what_ended(exc)}"
+                    ) from exc
                 raise MCPConnectionError(
                     f"listing the tools of {self._named(client)} failed: {_summary(exc)}"
                 ) from exc
@@ -1220,7 +1409,8 @@ class MCPServer:
         Raises:
             MCPConnectionError: The command could not be started, nothing answers at the URL,
                 the server closed the connection or refused the handshake, or the URL
-                answered it with no JSON-RPC message (an empty body, a web page).
+                answered it with no JSON-RPC message (an empty body, a web page, an event
+                stream that ended without a response).
             MCPInitTimeoutError: All that took longer than ``init_timeout``.
             ConfigurationError: ``allowed_tools`` or ``require_approval`` names a tool the
                 server does not have, or two tools collide after name mapping.
@@ -1597,6 +1787,11 @@ class MCPServer:
             return MCPConnectionError(
                 f"{who} closed the connection {step} ({self._target.lost}{why})"
             )
+        if isinstance(leaf, MCPError) and _is_unanswered(leaf):
+            return MCPConnectionError(
+                f"{who} answered {'the handshake' if client is None else 'tools/list'} with "
+                f"{_what_ended(leaf)}"
+            )
         if isinstance(leaf, MCPError) and _is_unparsed(leaf):
             what = leaf.message.removeprefix(_NOT_JSON_RPC)
             if client is None:  # (a web server's page, another API: not an MCP endpoint)
@@ -1812,6 +2007,12 @@ class MCPServer:
                 tool,
                 f"{self._who} sent an answer for {tool.remote_name!r} that "
                 f"could not be read: {exc.message.removeprefix(_UNREADABLE)}",
+                exc.code,
+            )
+        if _is_unanswered(exc):
+            return self._error(
+                tool,
+                f"{self._who} answered the call of {tool.remote_name!r} with {_what_ended(exc)}",
                 exc.code,
             )
         if _is_unparsed(exc):
