@@ -2133,6 +2133,33 @@ async def test_a_server_that_stops_taking_connections_while_idle_is_not_availabl
             await wait_for_tool(server, "after")
 
 
+async def test_a_call_to_a_server_that_stopped_taking_connections_says_it_is_not_available(
+    log: Log, http_servers: list[HTTPServer]
+) -> None:
+    # Still down when a call comes: the call is not sent, and says why at once; the server is
+    # lost (connected to again once it is back, by the next call or the background).
+    http = HTTPServer(log)
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url) as server:
+            add = by_remote(server)["add"]
+            http.kill()
+            await wait_until_available(server, False)
+            with trio.fail_after(5), pytest.raises(MCPToolError) as refused:
+                await add.execute({"a": 1, "b": 2})
+            assert server._lost is not None
+            restart = functools.partial(HTTPServer, log, port=http.port)
+            http_servers.append(await trio.to_thread.run_sync(restart))
+            with trio.fail_after(30):
+                assert await add.execute({"a": 2, "b": 2}) == "4"
+            assert server.available
+    assert str(refused.value) == (
+        f"MCP server {http.url!r} (named 'test-server') is not available: it stopped taking "
+        f"connections while nothing was called (connecting again failed: nothing takes "
+        f"connections at {http.url})"
+    )
+
+
 async def test_a_call_answered_says_a_server_that_stopped_taking_connections_is_back(
     log: Log, http_servers: list[HTTPServer]
 ) -> None:

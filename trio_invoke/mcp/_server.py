@@ -77,6 +77,9 @@ short requests; the long-lived ones have no read or pool timeout (:func:`_long_l
 _CLOSE_TIMEOUT: Final = 5.0
 """Seconds the request that deletes an HTTP session may take, as the block ends."""
 _LONG_LIVED_METHODS: Final = frozenset({"tools/call", "subscriptions/listen"})
+_STOPPED: Final = "it stopped taking connections while nothing was called"
+"""Why a 2026-07-28 server whose listen stream found its port refusing, still refusing when a
+call comes, is lost (see :meth:`MCPServer._connection`)."""
 _SESSION_ENDED: Final = (
     "the server ended the session (it answered HTTP 404 to its id: did it restart?)"
 )
@@ -1567,7 +1570,16 @@ class MCPServer:
 
     async def _connection(self, tool: MCPTool | None) -> tuple[Client, int]:
         """The current connection's client and epoch, or a new connection's once it is lost
-        (see :meth:`_reconnected`, which raises "not available" when there is none)."""
+        (see :meth:`_reconnected`, which raises "not available" when there is none). A 2026-07-28
+        server the listen stream found refusing connections is asked again first: still
+        refusing, it is lost (the call is not sent); back, the same connection goes on."""
+        epoch = self._epoch
+        if self._client is not None and self._lost is None and self._unreachable == epoch:
+            # (the listen stream found its port refusing: still so, or back meanwhile?)
+            if not await self._target.reachable():
+                self._lose(_STOPPED, epoch)
+            elif self._unreachable == epoch:
+                self._unreachable = None  # back: the same connection goes on
         client = self._client
         if client is None or self._lost is not None:
             client = await self._reconnected(tool)
