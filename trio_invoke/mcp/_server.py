@@ -1482,6 +1482,11 @@ class MCPServer:
             self._gone.set()
             self._wanted.set()  # (over HTTP, connected again in the background)
 
+    def _back(self, epoch: int | None) -> None:
+        """Connection ``epoch``'s server takes connections again (see :attr:`_unreachable`)."""
+        if self._unreachable == epoch:
+            self._unreachable = None
+
     def _is_lost(self, epoch: int | None) -> bool:
         """Whether connection ``epoch`` (``None``: the current one) is gone; one still being
         made is not."""
@@ -1578,8 +1583,8 @@ class MCPServer:
             # (the listen stream found its port refusing: still so, or back meanwhile?)
             if not await self._target.reachable():
                 self._lose(_STOPPED, epoch)
-            elif self._unreachable == epoch:
-                self._unreachable = None  # back: the same connection goes on
+            else:
+                self._back(epoch)  # the same connection goes on
         client = self._client
         if client is None or self._lost is not None:
             client = await self._reconnected(tool)
@@ -1933,8 +1938,7 @@ class MCPServer:
                 try:
                     async with client.listen(tools_list_changed=True) as subscription:
                         opened = trio.current_time()
-                        if self._unreachable == epoch:
-                            self._unreachable = None  # it takes connections again
+                        self._back(epoch)
                         if first:
                             task_status.started()
                         else:
@@ -2056,8 +2060,7 @@ class MCPServer:
                 self._in_flight[epoch] += 1
                 try:
                     result = await client.call_tool(tool.remote_name, sendable)
-                    if self._unreachable == epoch:
-                        self._unreachable = None  # it answered: it takes connections again
+                    self._back(epoch)  # it answered
                 except MCPError as exc:
                     if (
                         not refused
