@@ -19,9 +19,11 @@ file says, read at each request (missing or empty: it does not): ``forget`` answ
 every POST with an ``Mcp-Session-Id`` (a server that forgets every session), ``forget-calls``
 only to those that call a tool, ``500`` answers HTTP 500 to every POST, ``bad-init`` answers
 ``initialize`` with a result that is not one, ``fail-list`` answers ``tools/list`` with a
-JSON-RPC error (and logs each ``initialize``), ``hang`` never answers a POST,
+JSON-RPC error and ``hang-list`` never answers it (both log each ``initialize``), ``hang``
+never answers a POST, ``hang-delete`` never answers a ``DELETE``,
 ``legacy-only`` answers 400 to every POST without a session that is not ``initialize`` (a
-server of the 2025 protocols only). With any of these HTTP flags, each ``DELETE`` (a client
+server of the 2025 protocols only); several modes, separated by spaces, apply together.
+With any of these HTTP flags, each ``DELETE`` (a client
 ending its session) is logged with the session's id. Over stdio,
 ``--wire`` adds tools that write onto the protocol stream itself, past the SDK: ``wire_bytes``
 (any bytes, then a normal answer) and ``wire_answer`` (its own answer as the given JSON text,
@@ -314,6 +316,9 @@ class _Router:
         mode = ""
         if self.mode_file is not None and os.path.exists(self.mode_file):
             mode = (await anyio.Path(self.mode_file).read_text(encoding="utf-8")).strip()
+        modes = set(mode.split())  # (one, or several separated by spaces)
+        if "hang-delete" in modes and scope["method"] == "DELETE":
+            await anyio.sleep_forever()
         if mode and scope["method"] == "POST":
             body = b""
             while True:
@@ -324,13 +329,13 @@ class _Router:
             request = json.loads(body or b"null")
             method = request.get("method") if isinstance(request, dict) else None
             has_session = b"mcp-session-id" in dict(scope["headers"])
-            if mode == "hang":
+            if "hang" in modes:
                 await anyio.sleep_forever()
-            if mode == "500":
+            if "500" in modes:
                 await _answer(send, 500, "text/plain", b"Internal Server Error")
                 return
             if has_session and (
-                mode == "forget" or (mode == "forget-calls" and method == "tools/call")
+                "forget" in modes or ("forget-calls" in modes and method == "tools/call")
             ):
                 if self.log_path is not None:
                     line = json.dumps({"event": "forgot", "method": method}) + "\n"
@@ -338,22 +343,24 @@ class _Router:
                         await file.write(line)
                 await _answer(send, 404, "text/plain", b"Session not found")
                 return
-            if mode == "legacy-only" and not has_session and method != "initialize":
+            if "legacy-only" in modes and not has_session and method != "initialize":
                 # (as a server of the 2025 protocols: a session begins with initialize)
                 error = {"code": -32600, "message": "Bad Request: Missing session ID"}
                 answer = {"jsonrpc": "2.0", "id": request.get("id"), "error": error}
                 await _answer(send, 400, "application/json", json.dumps(answer).encode())
                 return
-            if mode == "fail-list" and method == "initialize" and self.log_path is not None:
+            if modes & {"fail-list", "hang-list"} and method == "initialize" and self.log_path:
                 line = json.dumps({"event": "initialize"}) + "\n"
                 async with await anyio.open_file(self.log_path, "a", encoding="utf-8") as file:
                     await file.write(line)
-            if mode == "fail-list" and method == "tools/list":
+            if "hang-list" in modes and method == "tools/list":
+                await anyio.sleep_forever()
+            if "fail-list" in modes and method == "tools/list":
                 error = {"code": -32603, "message": "the tool list is not ready"}
                 answer = {"jsonrpc": "2.0", "id": request.get("id"), "error": error}
                 await _answer(send, 200, "application/json", json.dumps(answer).encode())
                 return
-            if mode == "bad-init" and method == "initialize":
+            if "bad-init" in modes and method == "initialize":
                 answer = {"jsonrpc": "2.0", "id": request.get("id"), "result": {"nonsense": 1}}
                 await _answer(send, 200, "application/json", json.dumps(answer).encode())
                 return

@@ -1409,6 +1409,116 @@ async def test_a_session_made_again_is_deleted_when_the_block_ends(
     assert deleted[0] != deleted[1]
 
 
+async def _close_cancelled(server: MCPServer, how: str) -> None:
+    """Enter ``server`` and leave it as ``how`` says, its close cancelled each way."""
+    if how == "init_timeout":  # the handshake done, the listing never answered
+        with pytest.raises(MCPInitTimeoutError, match="did not list its tools"):
+            async with server:
+                pytest.fail("entered")
+    elif how == "cancelled entering":
+        with trio.move_on_after(1.5) as scope:
+            async with server:
+                pytest.fail("entered")
+        assert scope.cancelled_caught
+    elif how == "cancelled serving":
+        with trio.CancelScope() as scope:
+            async with server:
+                scope.cancel()
+                await trio.sleep_forever()
+        assert scope.cancelled_caught
+    else:  # "cancelled calling": a call is running in another task when the block is cancelled
+        with trio.CancelScope() as scope:
+            async with server, trio.open_nursery() as nursery:
+                slow = by_remote(server)["slow"]
+                nursery.start_soon(slow.execute, {"seconds": 30, "tag": "held"})
+                await trio.sleep(0.5)  # a real wait: the call reaches the server
+                scope.cancel()
+        assert scope.cancelled_caught
+
+
+HOW = ["init_timeout", "cancelled entering", "cancelled serving", "cancelled calling"]
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize("how", HOW)
+async def test_a_session_whose_close_is_cancelled_is_still_deleted(
+    log: Log, http_servers: list[HTTPServer], tmp_path: Path, how: str, protocol: str
+) -> None:
+    # The SDK ends the session with a DELETE in the task that closes it; where that close is
+    # cancelled, the DELETE was never sent and the server kept the session. Each way a close
+    # is cancelled, the session is ended as when the block ends on its own.
+    mode_file = tmp_path / "mode"
+    http = HTTPServer(log, "--mode-file", str(mode_file))
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol=protocol):
+            pass
+    expected = len(log.events("delete"))  # as the block ends on its own (0 with no session)
+    mode_file.write_text("hang-list" if how in HOW[:2] else "", encoding="utf-8")
+    start = trio.current_time()
+    with trio.fail_after(ENTER):
+        init_timeout = 1 if how == "init_timeout" else 30
+        server = MCPServer.http(http.url, protocol=protocol, init_timeout=init_timeout)
+        await _close_cancelled(server, how)
+    assert trio.current_time() - start < ENTER / 2
+    if protocol == "legacy":
+        assert expected == 1
+    await log.wait_for(lambda log: len(log.events("delete")) >= 2 * expected)
+    sessions = [e["session"] for e in log.events("delete")]
+    assert len(sessions) == 2 * expected
+    assert len(set(sessions)) == len(sessions)
+    assert all(sessions)
+    if how == "cancelled calling":  # and the server was told to stop the call
+        await log.wait_for(lambda log: log.cancelled_tags() == ["held"])
+
+
+async def test_a_session_made_again_that_never_lists_is_deleted_when_the_block_ends(
+    log: Log, http_servers: list[HTTPServer], tmp_path: Path
+) -> None:
+    # Connecting again to a restarted server that finishes the handshake but never lists its
+    # tools: the block's end cancels that connection (its close is cancelled), and its
+    # session is ended too.
+    mode_file = tmp_path / "mode"
+    http = HTTPServer(log, "--mode-file", str(mode_file))
+    http_servers.append(http)
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(http.url, protocol="legacy", init_timeout=30) as server:
+            http.kill()
+            mode_file.write_text("hang-list", encoding="utf-8")
+            restart = functools.partial(
+                HTTPServer, log, "--mode-file", str(mode_file), port=http.port
+            )
+            http_servers.append(await trio.to_thread.run_sync(restart))
+            with trio.move_on_after(2):  # the call waits for the connection made again
+                await by_remote(server)["add"].execute({"a": 1, "b": 2})
+                pytest.fail("answered")
+            assert log.events("initialize")  # (logged by the restarted server only)
+    # the first session (answered 404 by the restarted server) and every one made again
+    made = 1 + len(log.events("initialize"))
+    await log.wait_for(lambda log: len(log.events("delete")) >= made)
+    sessions = [e["session"] for e in log.events("delete")]
+    assert len(sessions) == len(set(sessions)) == made
+    assert all(sessions)
+
+
+async def test_a_cancelled_close_waits_for_a_delete_no_longer_than_its_bound(
+    log: Log, http_servers: list[HTTPServer], tmp_path: Path
+) -> None:
+    # A server that never answers the DELETE holds the cancelled close no longer than the
+    # DELETE's own bound (5 s), and nothing more is sent.
+    mode_file = tmp_path / "mode"
+    http = HTTPServer(log, "--mode-file", str(mode_file))
+    http_servers.append(http)
+    mode_file.write_text("hang-list hang-delete", encoding="utf-8")
+    start = time.monotonic()
+    with trio.fail_after(ENTER):
+        await _close_cancelled(
+            MCPServer.http(http.url, protocol="legacy", init_timeout=1), "init_timeout"
+        )
+    assert time.monotonic() - start < 1 + 5 + 5
+    assert len(log.events("delete")) == 1
+
+
 async def test_connecting_again_to_a_server_that_hangs_is_bounded(
     log: Log, http_servers: list[HTTPServer]
 ) -> None:

@@ -315,6 +315,7 @@ class _HTTP:
         an error status and no JSON-RPC error, the response of each answered with JSON, the
         body of each answered with an event stream, and how the GETs that resume one were
         answered (for :class:`_WatchedStream`)."""
+        session = _Session()  # (ended by the SDK's close, or by ours if that is cancelled)
 
         async def resuming(request: httpx2.Request) -> None:
             # The SDK resumes an event-stream answer that ended with no response with a GET
@@ -334,12 +335,14 @@ class _HTTP:
             # a server restarted while nothing is called is noticed then (and connected to
             # again in the background).
             request = response.request
+            session.note(response)
             if (
                 response.status_code == 404
                 and "mcp-session-id" in request.headers
                 and (request.method == "POST" or (request.method == "GET" and noted.streamed))
                 and not await _method_not_found(response)
             ):
+                session.ended = True  # (no DELETE is owed for it)
                 lose(_SESSION_ENDED)
             if request.method == "GET" and response.status_code == 200:
                 noted.streamed = True
@@ -368,6 +371,7 @@ class _HTTP:
             event_hooks={"request": [_long_lived, resuming], "response": [answered]},
         )
         await stack.enter_async_context(http)
+        stack.push_async_callback(session.end, http, self.url)  # after the SDK's own close
         return streamable_http_client(self.url, http_client=http)
 
 
@@ -533,6 +537,54 @@ class _Noted:
     resumed: dict[Any, str | None] = attrs.Factory(dict)
     """How the last GET that resumed an event stream (by the ``Last-Event-ID`` it named) was
     refused, ``None`` while it has no answer or was not refused (:func:`_note_resumed`)."""
+
+
+@attrs.define
+class _Session:
+    """The HTTP session of one connection, as its answers showed it: what ends it when the
+    SDK could not.
+
+    The SDK ends a session with a ``DELETE`` as its client closes, in the closing task: where
+    that close is cancelled (the block cancelled while it connects or serves, ``init_timeout``
+    run out while the server lists its tools), the ``DELETE`` is cancelled before it is sent,
+    and the server keeps the session (and whatever it holds for it) until it restarts.
+    :meth:`end` sends it then, shielded, within :data:`_CLOSE_TIMEOUT`."""
+
+    headers: dict[str, str] | None = None
+    """The session's id (and the protocol version its requests name), once a response gave
+    it: the headers a ``DELETE`` of it carries."""
+    ended: bool = False
+    """A ``DELETE`` of it was answered (however), or the server said it no longer knows it."""
+
+    def note(self, response: httpx2.Response) -> None:
+        request = response.request
+        if request.method == "DELETE":
+            self.ended = True
+            return
+        found = response.headers.get("mcp-session-id") or request.headers.get("mcp-session-id")
+        if found is None:
+            return
+        if self.headers is None or self.headers["mcp-session-id"] != found:
+            self.headers = {"mcp-session-id": found}
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None:
+            self.headers["mcp-protocol-version"] = version
+
+    async def end(self, http: httpx2.AsyncClient, url: str) -> None:
+        """Send the session's ``DELETE`` if the SDK's was not answered because the close is
+        cancelled; an answer or a failure ends it (the SDK's close warned of any other).
+
+        Cancellation: this is what runs when the close is cancelled; shielded, at most
+        :data:`_CLOSE_TIMEOUT` (a server that does not answer keeps the session)."""
+        if self.headers is None or self.ended or trio.current_effective_deadline() != -math.inf:
+            return
+        with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
+            try:
+                await http.request("DELETE", url, headers=self.headers)
+            except httpx2.HTTPError as exc:
+                _log.debug("could not end the MCP session at %s: %s", _shown(url), exc)
+            finally:
+                _GONE_ALREADY.set(False)  # (no SDK record follows this one's answer)
 
 
 def _note_resumed(response: httpx2.Response, resumed: dict[Any, str | None]) -> None:
@@ -1444,7 +1496,8 @@ class MCPServer:
         """Disconnect (see the class docstring).
 
         Cancellation: the shutdown is bounded and shielded inside the MCP SDK, so a stdio
-        process is always ended; calls still running in other tasks get error results.
+        process is always ended; an HTTP session is ended with a shielded ``DELETE`` of at
+        most 5 s; calls still running in other tasks get error results.
         """
         try:
             return await self._lifetime.__aexit__(exc_type, exc, traceback)
