@@ -2775,6 +2775,10 @@ def event_stream(*data: bytes) -> bytes:
     )
 
 
+PINGS = b"event: ping\ndata: {}\n\nevent: ping\ndata:\n\n"
+"""Two keep-alive events of a type that is not ``message``."""
+
+
 async def serve_loopback(nursery: trio.Nursery, handler: Any) -> str:
     """Serve ``handler`` (one connection each) on a free port of 127.0.0.1 until ``nursery``
     ends; the URL of its /mcp."""
@@ -2795,6 +2799,7 @@ def json_rpc_over_http(
     raw: bool = False,
     framing: str = "length",
     drop_gets: bool = False,
+    pings: bool = False,
 ) -> Any:
     """A handler of a plain MCP server over HTTP (JSON answers, no session, no GET stream) of
     one tool, ``hello``, which answers the handshake (``initialize`` and ``server/discover``)
@@ -2809,7 +2814,8 @@ def json_rpc_over_http(
     server meant it to), ``"short"`` (a Content-Length a byte more than comes) or
     ``"chunked-cut"`` (no last chunk: the connection ends mid-body), or ``"close"`` (no
     length: the body ends as the connection does). With
-    ``drop_gets``, a GET's connection is closed with no answer (else: 405)."""
+    ``drop_gets``, a GET's connection is closed with no answer (else: 405). With ``pings``,
+    every event stream that is not ``raw`` begins with two ``ping`` events (``event: ping``)."""
     calls = itertools.count()
     listings = itertools.count()
 
@@ -2836,6 +2842,7 @@ def json_rpc_over_http(
             await stream.send_all(http_reply("200 OK", "application/json", body, headers=headers))
             return
         sent = event_stream(*body.split(b"\0")) if given else event_stream(body)
+        sent = PINGS + sent if pings else sent
         if compressed and given:
             sent, headers["content-encoding"] = gzip.compress(sent), "gzip"
         await stream.send_all(http_reply("200 OK", "text/event-stream", sent, headers=headers))
@@ -2847,9 +2854,8 @@ def json_rpc_over_http(
                 return
             method, body = request
             if method == "GET" and listen is not None:
-                await stream.send_all(
-                    http_reply("200 OK", "text/event-stream", event_stream(listen))
-                )
+                sent = (PINGS if pings else b"") + event_stream(listen)
+                await stream.send_all(http_reply("200 OK", "text/event-stream", sent))
                 return
             if method == "GET" and drop_gets:
                 return
@@ -3270,6 +3276,52 @@ async def test_an_http_server_that_sends_an_event_of_no_json_rpc_on_its_get_stre
     caught = sdk_parse_logs(caplog, SDK_EVENT_PARSE)[0].exc_info
     assert caught is not None
     assert isinstance(caught[1], pydantic.ValidationError)
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_ping_events_of_a_server_are_ignored_without_a_warning(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture, protocol: str
+) -> None:
+    # Every answer an event stream that begins with "event: ping" events (and the GET stream
+    # too, with the session): the SDK ignores them, and would warn of each; a connection of
+    # ours says so at debug level only.
+    caplog.set_level(logging.DEBUG, logger="trio_invoke.mcp")
+    url = await serve_loopback(nursery, json_rpc_over_http(events=True, listen=NOTICE, pings=True))
+    with trio.fail_after(ENTER):
+        async with MCPServer.http(url, protocol=protocol) as server:
+            (hello,) = server.tools
+            assert await hello.execute({}) == "hi"
+            assert await hello.execute({}) == "hi"
+            assert server.available
+    warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == []
+    ignored = [
+        r
+        for r in caplog.records
+        if "that is not a message (Unknown SSE event: ping)" in r.getMessage()
+    ]
+    assert len(ignored) >= 2 * 4  # the handshake's answers and the two calls', two pings each
+
+
+@pytest.mark.parametrize("ours", ["_OURS", "_IN_CONNECTION"])
+def test_the_sdks_warning_of_an_unknown_event_stays_for_its_own_users(
+    caplog: pytest.LogCaptureFixture, ours: str
+) -> None:
+    from trio_invoke.mcp import _server
+
+    sdk = logging.getLogger("mcp.client.streamable_http")
+    sdk.warning("Unknown SSE event: ping")
+    var = getattr(_server, ours)
+    token = var.set(True)
+    try:
+        sdk.warning("Unknown SSE event: ping")
+        sdk.warning("Session termination failed: 500")  # (any other record passes)
+    finally:
+        var.reset(token)
+    assert [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING] == [
+        ("mcp.client.streamable_http", "Unknown SSE event: ping"),
+        ("mcp.client.streamable_http", "Session termination failed: 500"),
+    ]
 
 
 def test_the_sdks_parse_errors_are_quiet_only_in_a_connection_of_ours(

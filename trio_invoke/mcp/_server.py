@@ -919,9 +919,19 @@ class _SDKParseErrors(logging.Filter):
     answers no request, among them), and every record of the SDK's own users, passes.
 
     Nor does it log as a failure the end of a session of ours that the server answers 404
-    (it knows no such session: it restarted), which is the end the ``DELETE`` asked for."""
+    (it knows no such session: it restarted), which is the end the ``DELETE`` asked for; nor
+    warn, in a connection of ours, of each event whose type is not ``message`` (a server's
+    ``event: ping`` keep-alive, every few seconds of a long call or of the GET stream): the
+    SSE standard has a client ignore the events it does not listen for, as the SDK does."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if (
+            (_OURS.get() or _IN_CONNECTION.get())
+            and isinstance(record.msg, str)
+            and record.msg.startswith(_UNKNOWN_EVENT)
+        ):
+            _log.debug("ignored an event of the server's that is not a message (%s)", record.msg)
+            return False
         if record.msg == _TERMINATION_404 and _GONE_ALREADY.get():
             _GONE_ALREADY.set(False)  # (once: the task may end another session later)
             _log.debug("the server knew the session no more when it was ended (HTTP 404)")
@@ -945,6 +955,12 @@ _ANSWERING: Final = contextvars.ContextVar("trio_invoke.mcp event answer", defau
 transport's response hook): the SDK reads its events there, and answers the request with an
 error when one is no JSON-RPC message. The SDK reads its GET stream in a task of its own, where
 this is not set (and the context of a message's POST is a copy: nothing leaks to the next)."""
+_OURS: Final = contextvars.ContextVar("trio_invoke.mcp ours", default=False)
+"""Set in the owner task of each connection (:meth:`MCPServer._own`): the SDK's tasks for it
+start there and inherit it, all but those of the requests, which run in the context of the
+message they send (:data:`_IN_CONNECTION`)."""
+_UNKNOWN_EVENT: Final = "Unknown SSE event: "
+"""How the SDK's warning of an event that is not a ``message`` begins (its type follows)."""
 _GONE_ALREADY: Final = contextvars.ContextVar("trio_invoke.mcp session gone", default=False)
 """Set in the task that ends a session of ours once the server answered its ``DELETE`` 404."""
 _TERMINATION_404: Final = "Session termination failed: 404"
@@ -1680,6 +1696,7 @@ class MCPServer:
         one, else why it could not be made (the connection it would replace stays lost), and
         its event is set then.
         """
+        _OURS.set(True)  # (this task's own context, and that of every task the SDK starts)
         changed_send, changed_receive = trio.open_memory_channel[None](1)
         entering = outcome is None
         self._changed = changed_send  # (what changes meanwhile is listed once it is current)
