@@ -187,6 +187,7 @@ class MCPTool:
         """
         return self.server.timeout
 
+    @trio.lowlevel.enable_ki_protection
     async def execute(self, arguments: dict[str, Any]) -> str:
         """Call the tool on the server and return what the model should read.
 
@@ -1093,6 +1094,27 @@ class _Handshake:
     """The SDK's client, once the handshake is done."""
 
 
+class _ProtectTasks(trio.abc.Instrument):
+    """Protects the tasks the MCP SDK starts for a connection of ours from ``KeyboardInterrupt``,
+    as Trio protects its own: a Ctrl-C that lands in one is raised in the main task at its next
+    checkpoint instead (Trio's handling of a Ctrl-C in protected code).
+
+    The SDK's code, and anyio's under it, is not written to be interrupted between any two
+    lines: raised there, the interrupt was lost (a task group took it for a failure, the
+    request was sent again, the run went on) or turned into an error of the connection
+    (``could not connect ... RuntimeError: Cancel scope stack corrupted``), and Trio's state
+    was left corrupted. Our own functions are protected with
+    :func:`trio.lowlevel.enable_ki_protection`; the SDK's start in tasks of their own, which
+    inherit the context of the task that starts them -- :data:`_OURS` or
+    :data:`_IN_CONNECTION`, for ours -- and are marked here as they are spawned. (Trio has no
+    public way to protect a task that some other library starts.)"""
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        context = task.context
+        if context.get(_OURS, False) or context.get(_IN_CONNECTION, False):
+            task._ki_protected = True  # what Trio sets for a task it spawns protected
+
+
 class _NotedWrites(_Wrapped):
     """The transport's write stream, noting in :class:`_Handshake` which handshake request
     went out last, and sending each message with :data:`_IN_CONNECTION` set."""
@@ -1438,6 +1460,7 @@ class MCPServer:
         state = "connected" if self.available else "not connected"
         return f"<MCPServer {self.label!r} {state}>"
 
+    @trio.lowlevel.enable_ki_protection
     async def refresh_tools(self) -> tuple[MCPTool, ...]:
         """List the server's tools now and update :attr:`tools` (the server normally says
         when they change, and :attr:`tools` follows by itself).
@@ -1474,6 +1497,7 @@ class MCPServer:
 
     # -- the connection ----------------------------------------------------------------------
 
+    @trio.lowlevel.enable_ki_protection
     async def __aenter__(self) -> MCPServer:
         """Connect: start or reach the server, handshake, list the tools.
 
@@ -1503,6 +1527,7 @@ class MCPServer:
             raise
         return self
 
+    @trio.lowlevel.enable_ki_protection
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
@@ -1521,7 +1546,10 @@ class MCPServer:
             self._entered = False
 
     @contextlib.asynccontextmanager
+    @trio.lowlevel.enable_ki_protection
     async def _live(self) -> AsyncIterator[None]:
+        protect = _ProtectTasks()  # (until the block's tasks are all gone)
+        trio.lowlevel.add_instrument(protect)
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self._own, self._epoch)
@@ -1538,6 +1566,8 @@ class MCPServer:
                         scope.cancel()
         except BaseExceptionGroup as group:
             reraise_single(group)
+        finally:
+            trio.lowlevel.remove_instrument(protect)
 
     def _lose(self, reason: str, epoch: int | None = None) -> None:
         """Record why the connection is gone; the first reason stays. ``epoch``: only if that
@@ -1563,6 +1593,7 @@ class MCPServer:
             return self._lost is not None
         return epoch < self._epoch
 
+    @trio.lowlevel.enable_ki_protection
     async def _reconnect(self, nursery: trio.Nursery) -> None:
         """Connects again once the connection is lost: at once, then, while attempts fail,
         after a wait that doubles from :data:`_RELISTEN_FIRST` up to :data:`_RELISTEN_MAX`,
@@ -1681,6 +1712,7 @@ class MCPServer:
             raise MCPConnectionError(message)
         raise self._error(tool, message)
 
+    @trio.lowlevel.enable_ki_protection
     async def _own(
         self,
         epoch: int,
@@ -1976,6 +2008,7 @@ class MCPServer:
         tools = client.server_capabilities.tools
         return tools is not None and bool(tools.list_changed)
 
+    @trio.lowlevel.enable_ki_protection
     async def _listen(
         self,
         client: Client,
@@ -2056,6 +2089,7 @@ class MCPServer:
         with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
             channel.send_nowait(None)  # a refresh is already due when it is full
 
+    @trio.lowlevel.enable_ki_protection
     async def _follow_changes(
         self, client: Client, changes: trio.MemoryReceiveChannel[None]
     ) -> None:
