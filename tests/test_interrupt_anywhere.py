@@ -24,9 +24,8 @@ import itertools
 import json
 import signal
 import sys
-import types
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import httpx2
@@ -35,6 +34,7 @@ import trio
 import trio.lowlevel
 import trio.testing
 from anthropic_streams import message_end, message_start, text_block, tool_block
+from ctrl_c import ctrl_c_at
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -410,7 +410,7 @@ def run_interrupted(variant: Variant, at: int | None) -> dict[str, Any]:
     state["conversation"] = conversation
     spans = state["spans"] = _Spans()
 
-    tracer = ctrl_c_at(at, state)
+    tracer = ctrl_c_at(at, state, (LIBRARY,), strip=LIBRARY)
 
     async def main() -> None:
         assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # Trio's
@@ -585,35 +585,12 @@ def test_a_ctrl_c_in_a_tools_or_middlewares_own_code_interrupts_it_at_once(
     assert went_on == []
 
 
-def ctrl_c_at(at: int | None, state: dict[str, Any]) -> Callable[..., Any]:
-    """A tracer (for ``sys.settrace``) that notes each library line run in ``state["lines"]``
-    and at the ``at``-th (``None``: never) calls Trio's SIGINT handler there, as a Ctrl-C
-    would, noting where in ``state["where"]``; then it traces no more."""
-    lines: list[str] = state["lines"]
-
-    def local(frame: types.FrameType, event: str, arg: object) -> Callable[..., Any] | None:
-        if event == "line" and state["where"] is None:
-            code = frame.f_code
-            lines.append(f"{code.co_filename.removeprefix(LIBRARY)}:{frame.f_lineno}")
-            if len(lines) == at:
-                state["where"] = lines[-1]
-                signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)  # type: ignore[operator]
-        return local
-
-    def tracer(frame: types.FrameType, event: str, arg: object) -> Callable[..., Any] | None:
-        if state["where"] is None and frame.f_code.co_filename.startswith(LIBRARY):
-            return local
-        return None
-
-    return tracer
-
-
 def scripted_interrupted(at: int) -> tuple[dict[str, Any], ScriptedChatClient]:
     """Two calls of a ``ScriptedChatClient`` on its own, with Trio's SIGINT handler called at
     the ``at``-th library line; what came of it, and the client."""
     model = ScriptedChatClient(scripted(TWO_ROUNDS))
     state: dict[str, Any] = {"lines": [], "where": None, "entered": False}
-    tracer = ctrl_c_at(at, state)
+    tracer = ctrl_c_at(at, state, (LIBRARY,), strip=LIBRARY)
 
     async def main() -> None:
         previous = sys.gettrace()

@@ -24,7 +24,6 @@ import subprocess
 import sys
 import threading
 import time
-import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ import httpx2
 import mcp
 import pytest
 import trio
+from ctrl_c import ctrl_c_at
 
 import trio_invoke
 from trio_invoke import ChatMessage, FunctionInvokingChatClient, ScriptedChatClient, ToolCall
@@ -113,20 +113,7 @@ def interrupted_run(
     """One run -- enter ``make()``, two calls through the loop, leave -- with Trio's SIGINT
     handler called at the ``at``-th line run in a file under ``roots`` (``None``: never)."""
     state: dict[str, Any] = {"lines": [], "where": None, "stream": None}
-    lines: list[str] = state["lines"]
-
-    def local(frame: types.FrameType, event: str, arg: object) -> Callable[..., Any] | None:
-        if event == "line" and state["where"] is None:
-            lines.append(f"{frame.f_code.co_filename}:{frame.f_lineno}")
-            if len(lines) == at:
-                state["where"] = lines[-1]
-                signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)  # type: ignore[operator]
-        return local
-
-    def tracer(frame: types.FrameType, event: str, arg: object) -> Callable[..., Any] | None:
-        if state["where"] is None and frame.f_code.co_filename.startswith(roots):
-            return local
-        return None
+    tracer = ctrl_c_at(at, state, roots)
 
     async def main() -> None:
         assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # Trio's
