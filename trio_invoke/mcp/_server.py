@@ -1187,7 +1187,10 @@ class MCPServer:
     Entering starts (or reaches) the server, finishes the MCP handshake and lists its tools;
     leaving cancels nothing of yours but ends the connection: a stdio server's process is
     stopped (stdin closed, then SIGTERM, then SIGKILL, each after a bounded wait), an HTTP
-    session is deleted. Calls still running in other tasks then get an error result.
+    session is deleted. Calls still running in other tasks then get an error result. A
+    Ctrl-C anywhere in the connection, in the MCP SDK's code and tasks too, comes out as a
+    plain ``KeyboardInterrupt`` at the next checkpoint of your code, and leaving the block
+    ends the connection as above.
 
     A server that dies: its running calls get error results naming what happened (they are
     not sent again). Over HTTP, the connection is made again (handshake and tool listing; one
