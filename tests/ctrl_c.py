@@ -3,9 +3,11 @@ n-th line run in the files under some folders, as a real Ctrl-C arriving there w
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -33,3 +35,15 @@ def ctrl_c_at(
         return None
 
     return tracer
+
+
+@contextlib.contextmanager
+def tracing(tracer: Callable[..., Any]) -> Iterator[None]:
+    """``sys.settrace(tracer)`` for the block, then the tracer before it again (coverage's,
+    under coverage)."""
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)

@@ -34,7 +34,7 @@ import trio
 import trio.lowlevel
 import trio.testing
 from anthropic_streams import message_end, message_start, text_block, tool_block
-from ctrl_c import ctrl_c_at
+from ctrl_c import ctrl_c_at, tracing
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -428,10 +428,8 @@ def run_interrupted(variant: Variant, at: int | None) -> dict[str, Any]:
         client = FunctionInvokingChatClient(model, variant.tools, **settings)
         run = client.run
         client.run = lambda *args: _Capture(run(*args), state)  # type: ignore[method-assign]
-        previous = sys.gettrace()  # (coverage's, under coverage)
-        sys.settrace(tracer)
         try:
-            with trio.fail_after(1000):
+            with tracing(tracer), trio.fail_after(1000):
                 if variant.collect:
                     await client.get_response(conversation, options)
                 else:
@@ -442,7 +440,6 @@ def run_interrupted(variant: Variant, at: int | None) -> dict[str, Any]:
             state["hung"] = True
             raise
         finally:
-            sys.settrace(previous)
             if http is not None:
                 await http.aclose()
 
@@ -593,17 +590,12 @@ def scripted_interrupted(at: int) -> tuple[dict[str, Any], ScriptedChatClient]:
     tracer = ctrl_c_at(at, state, (LIBRARY,), strip=LIBRARY)
 
     async def main() -> None:
-        previous = sys.gettrace()
-        sys.settrace(tracer)
-        try:
-            with trio.fail_after(100):
-                for _ in range(2):
-                    async with model.run(USER) as updates:
-                        state["entered"] = True
-                        async for _update in updates:
-                            pass
-        finally:
-            sys.settrace(previous)
+        with tracing(tracer), trio.fail_after(100):
+            for _ in range(2):
+                async with model.run(USER) as updates:
+                    state["entered"] = True
+                    async for _update in updates:
+                        pass
 
     state["outcome"] = "finished"
     try:

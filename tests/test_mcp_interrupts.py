@@ -34,7 +34,7 @@ import httpx2
 import mcp
 import pytest
 import trio
-from ctrl_c import ctrl_c_at
+from ctrl_c import ctrl_c_at, tracing
 
 import trio_invoke
 from trio_invoke import ChatMessage, FunctionInvokingChatClient, ScriptedChatClient, ToolCall
@@ -117,21 +117,16 @@ def interrupted_run(
 
     async def main() -> None:
         assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # Trio's
-        previous = sys.gettrace()  # (coverage's, under coverage)
-        sys.settrace(tracer)
-        try:
-            with trio.fail_after(30):
-                async with make() as server:
-                    tools = {tool.remote_name: tool for tool in server.tools}
-                    client = FunctionInvokingChatClient(
-                        ScriptedChatClient(SCRIPT), [tools["add"], tools["echo"]]
-                    )
-                    async with client.run(USER) as stream:
-                        state["stream"] = stream
-                        async for _ in stream:
-                            pass
-        finally:
-            sys.settrace(previous)
+        with tracing(tracer), trio.fail_after(30):
+            async with make() as server:
+                tools = {tool.remote_name: tool for tool in server.tools}
+                client = FunctionInvokingChatClient(
+                    ScriptedChatClient(SCRIPT), [tools["add"], tools["echo"]]
+                )
+                async with client.run(USER) as stream:
+                    state["stream"] = stream
+                    async for _ in stream:
+                        pass
 
     began = time.monotonic()
     try:
