@@ -84,12 +84,18 @@ class InvocationStream:
         if events is not None:  # the common case: the round has an update ready
             try:
                 return events.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel):
-                pass
-        return await self._next()
+            except trio.WouldBlock:
+                pass  # (awaited outside the ``except``: no exception pinned meanwhile)
+            except trio.EndOfChannel:
+                self._round = events = None  # every task of the round is done
+        return await self._next(events)  # ``events``: known empty, not asked again
 
     @trio.lowlevel.enable_ki_protection
-    async def _next(self) -> AgentResponseUpdate:
+    async def _next(
+        self, empty: trio.MemoryReceiveChannel[AgentResponseUpdate] | None = None
+    ) -> AgentResponseUpdate:
+        """The next update, waiting for it if need be; ``empty`` is the round's channel when
+        it was just found empty (each ``WouldBlock`` costs about a microsecond)."""
         if self._ended:
             raise StopAsyncIteration
         if self._left:
@@ -98,13 +104,15 @@ class InvocationStream:
             )
         while True:
             source = self._round if self._round is not None else self._receive
-            waits = False
-            try:
-                item = source.receive_nowait()
-            except trio.WouldBlock:
-                waits = True  # waited for below, not in here: no exception pinned meanwhile
-            except trio.EndOfChannel:
-                item = None
+            waits = source is empty
+            empty = None
+            if not waits:
+                try:
+                    item = source.receive_nowait()
+                except trio.WouldBlock:
+                    waits = True  # waited for below, not in here: no exception pinned meanwhile
+                except trio.EndOfChannel:
+                    item = None
             if waits:
                 try:
                     item = await source.receive()
