@@ -8,7 +8,8 @@ holding its own clone of the events channel and runs the first itself; the calle
 round's events channel directly (a run channel hands it over), the loop side taking the calls
 from the messages channel once the nursery is done. Nothing of the library's bookkeeping:
 no validation, no policy, no approval, no budget, no timing of results, no settling of a round
-cut short, no error handling.
+cut short, no error handling. It opens each round's two channels as the loop does (the loop's
+``channel_pair``: ``trio.open_memory_channel`` without its typing call).
 
 The ``rounds`` workload measures it beside the floor (:mod:`benchmarks._floor`) to show how much
 of the loop's cost per round is that structure, and how much is the rest.
@@ -38,6 +39,7 @@ from trio_invoke import (
     ToolCalled,
     ToolCallStart,
 )
+from trio_invoke._loop._channels import channel_pair  # the round's two channels, as the loop's
 
 __all__ = ["skeleton_run"]
 
@@ -105,9 +107,9 @@ async def _drive(
         while True:
             round_ = _Round(model, messages, options, tools)
             events: Events
-            events, receive = trio.open_memory_channel(EVENTS)
+            events, receive = channel_pair(EVENTS)
             turns: Turns
-            turns, turn = trio.open_memory_channel(1)
+            turns, turn = channel_pair(1)
             run.send_nowait(receive)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(round_.consume, events, turns, nursery)

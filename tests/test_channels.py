@@ -1,0 +1,158 @@
+"""Each round's two channels (``_loop._channels.channel_pair``): what ``trio.open_memory_channel``
+makes, built without its typing call -- the same ends in the same state, behaving alike -- and
+``trio.open_memory_channel`` itself where that shortcut does not apply."""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_invoke import (
+    ChatMessage,
+    Finish,
+    FinishReason,
+    FunctionInvokingChatClient,
+    ScriptedChatClient,
+    tool,
+)
+from trio_invoke._loop import _channels
+from trio_invoke._loop._channels import channel_pair
+from trio_invoke.testing import tool_call_updates
+
+USER = [ChatMessage.user("hi")]
+
+
+@tool
+def echo(text: str) -> str:
+    """Say it back."""
+    return text
+
+
+def _script(rounds: int, calls: int) -> list[Any]:
+    script: list[Any] = []
+    for r in range(rounds):
+        updates: list[Any] = []
+        for c in range(calls):
+            updates += tool_call_updates(f"c{r}_{c}", "echo", '{"text": "x"}')
+        script.append([*updates, Finish(FinishReason.TOOL_CALLS)])
+    return [*script, "done"]
+
+
+def test_the_shortcut_applies_on_this_trio() -> None:
+    # Else every round pays open_memory_channel's typing call (benchmarks/ would show it).
+    assert _channels._build is not None
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 256])
+def test_the_ends_are_those_open_memory_channel_makes(size: int) -> None:
+    ours, theirs = channel_pair(size), trio.open_memory_channel[Any](size)
+    for mine, public in zip(ours, theirs, strict=True):
+        assert type(mine) is type(public)
+        assert mine.statistics() == public.statistics()
+        assert mine.statistics().max_buffer_size == size
+    for end in (*ours, *theirs):
+        end.close()
+
+
+async def test_they_behave_as_open_memory_channel_s() -> None:
+    """Fill, overflow, clone, close, drain: both pairs answer each step alike."""
+
+    def steps(send: Any, receive: Any) -> list[object]:
+        seen: list[object] = []
+
+        def attempt(action: Any) -> None:
+            try:
+                seen.append(action())
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError) as exc:
+                seen.append(type(exc).__name__)
+            seen.append(send.statistics() if not send._closed else receive.statistics())
+
+        attempt(receive.receive_nowait)  # empty
+        attempt(lambda: send.send_nowait(1))
+        attempt(lambda: send.send_nowait(2))
+        attempt(lambda: send.send_nowait(3))  # full at 2
+        clone = send.clone()
+        attempt(lambda: clone.send_nowait(4))
+        attempt(receive.receive_nowait)
+        attempt(lambda: clone.send_nowait(5))
+        send.close()
+        attempt(receive.receive_nowait)
+        clone.close()
+        attempt(receive.receive_nowait)
+        attempt(receive.receive_nowait)  # closed and drained
+        attempt(lambda: send.send_nowait(6))
+        receive.close()
+        return seen
+
+    assert steps(*channel_pair(2)) == steps(*trio.open_memory_channel[int](2))
+
+
+async def test_a_waiting_receiver_is_woken_by_a_send() -> None:
+    send, receive = channel_pair(0)
+    got: list[int] = []
+    async with trio.open_nursery() as nursery:
+
+        async def take() -> None:
+            got.append(await receive.receive())
+
+        nursery.start_soon(take)
+        await trio.testing.wait_all_tasks_blocked()
+        assert receive.statistics().tasks_waiting_receive == 1
+        await send.send(7)
+    assert got == [7]
+
+
+async def test_each_round_opens_an_events_channel_of_256_and_a_messages_channel_of_1(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A replaced ``trio.open_memory_channel`` (here a spy) is the one the rounds call."""
+    sizes: list[float] = []
+    public = trio.open_memory_channel
+
+    def spy(size: float) -> Any:
+        sizes.append(size)
+        return public(size)
+
+    monkeypatch.setattr(trio, "open_memory_channel", spy)
+    client = FunctionInvokingChatClient(ScriptedChatClient(_script(3, 2)), [echo])
+    with trio.fail_after(5):
+        response = await client.get_response(USER)
+    assert response.finish_reason is FinishReason.STOP
+    assert sizes == [256] + [256, 1] * 4  # the run's channel, then 3 tool rounds and the answer
+
+
+@pytest.mark.parametrize("why", ["no private builder", "trio's internals differ"])
+async def test_without_the_shortcut_the_loop_is_the_same(
+    monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    if why == "no private builder":
+        monkeypatch.setattr(_channels, "_build", None)
+    else:  # a trio without the channel state the shortcut knows
+        stub = types.ModuleType("trio._channel")
+        monkeypatch.setitem(sys.modules, "trio._channel", stub)
+        monkeypatch.setattr(_channels, "_build", _channels._private_builder())
+        assert _channels._build is None
+        monkeypatch.undo()  # (only the module: the builder stays None)
+        monkeypatch.setattr(_channels, "_build", None)
+    client = FunctionInvokingChatClient(ScriptedChatClient(_script(2, 3)), [echo])
+    with trio.fail_after(5):
+        response = await client.get_response(USER)
+    assert response.finish_reason is FinishReason.STOP
+    assert [m.role.value for m in response.messages].count("tool") == 6
+    assert channel_pair(256)[0].statistics().max_buffer_size == 256
+
+
+def test_a_builder_whose_ends_differ_from_trio_s_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trio whose ``open_memory_channel`` no longer builds its ends that way."""
+    public = trio.open_memory_channel
+    monkeypatch.setattr(trio, "open_memory_channel", lambda size: public(size + 1))
+    assert _channels._private_builder() is None
+    monkeypatch.undo()
+    assert _channels._private_builder() is not None
