@@ -14,7 +14,8 @@ Pair = tuple[trio.MemorySendChannel[Any], trio.MemoryReceiveChannel[Any]]
 
 
 def channel_pair(size: int) -> Pair:
-    """``trio.open_memory_channel(size)``: what each round opens, twice (events and messages).
+    """``trio.open_memory_channel(size)``, as the loop opens it: twice per round (events and
+    messages), once per run (the caller's stream).
 
     Built as trio builds it -- one channel state, each end made the way ``clone()`` makes one
     -- but without the two ``MemorySendChannel[T]`` subscripts ``open_memory_channel`` runs on

@@ -37,7 +37,7 @@ from .._options import RunOptions
 from .._threads import ToolThreads
 from .._tools import Tool, ToolDefinition, check_tool
 from .._updates import Error, Finish, ToolApprovalRequest
-from ._channels import reraise_single
+from ._channels import channel_pair, reraise_single
 from ._hooks import Observer, observe_run
 from ._invoke import Entry, Limits
 from ._policy import Policy
@@ -355,7 +355,7 @@ class FunctionInvokingChatClient:
             )
         send: trio.MemorySendChannel[Delivery]
         receive: trio.MemoryReceiveChannel[Delivery]
-        send, receive = trio.open_memory_channel(EVENT_BUFFER)  # [T](n) costs a typing call
+        send, receive = channel_pair(EVENT_BUFFER)  # trio.open_memory_channel, made faster
         limits, policy = self._limits(options)
         approval = options.approval if options.approval is not None else self.approval
         run = Run(
