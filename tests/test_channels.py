@@ -133,11 +133,9 @@ async def test_without_the_shortcut_the_loop_is_the_same(
     if why == "no private builder":
         monkeypatch.setattr(_channels, "_build", None)
     else:  # a trio without the channel state the shortcut knows
-        stub = types.ModuleType("trio._channel")
-        monkeypatch.setitem(sys.modules, "trio._channel", stub)
-        monkeypatch.setattr(_channels, "_build", _channels._private_builder())
-        assert _channels._build is None
-        monkeypatch.undo()  # (only the module: the builder stays None)
+        with monkeypatch.context() as patch:
+            patch.setitem(sys.modules, "trio._channel", types.ModuleType("trio._channel"))
+            assert _channels._private_builder() is None
         monkeypatch.setattr(_channels, "_build", None)
     client = FunctionInvokingChatClient(ScriptedChatClient(_script(2, 3)), [echo])
     with trio.fail_after(5):
