@@ -20,7 +20,7 @@ from trio_invoke import (
     ScriptedChatClient,
     tool,
 )
-from trio_invoke._loop import _channels
+from trio_invoke._loop import _channels, _stream
 from trio_invoke._loop._channels import channel_pair
 from trio_invoke.testing import tool_call_updates
 
@@ -154,3 +154,96 @@ def test_a_builder_whose_ends_differ_from_trio_s_is_not_used(
     assert _channels._private_builder() is None
     monkeypatch.undo()
     assert _channels._private_builder() is not None
+
+
+# -- poll: receive_nowait, with its two exceptions as values ------------------------------------
+
+
+def test_poll_looks_at_the_state_on_this_trio() -> None:
+    # Else the caller's stream raises and catches an exception about once per round.
+    assert _channels.poll is not _channels._poll_public
+
+
+@pytest.mark.parametrize("poll", ["private", "public"])
+def test_poll_answers_as_receive_nowait_does(poll: str) -> None:
+    """Empty, items, a clone still open, every send end closed, the receive end closed: at each
+    step ``poll`` gives what ``receive_nowait`` gives (its exceptions as EMPTY and ENDED)."""
+    polled = _channels.poll if poll == "private" else _channels._poll_public
+
+    def asked(receive: Any) -> object:
+        try:
+            return receive.receive_nowait()
+        except trio.WouldBlock:
+            return _channels.EMPTY
+        except trio.EndOfChannel:
+            return _channels.ENDED
+
+    def steps(take: Any) -> list[object]:
+        send, receive = trio.open_memory_channel[int](2)
+        seen: list[object] = [take(receive)]
+        send.send_nowait(1)
+        send.send_nowait(2)
+        clone = send.clone()
+        seen += [take(receive), take(receive), take(receive)]
+        clone.send_nowait(3)
+        send.close()
+        seen += [take(receive), take(receive)]  # a clone still open: empty, not ended
+        clone.send_nowait(4)
+        clone.close()
+        seen += [take(receive), take(receive), take(receive)]
+        receive.close()
+        try:
+            take(receive)
+        except trio.ClosedResourceError:
+            seen.append("ClosedResourceError")
+        return seen
+
+    expected = [_channels.EMPTY, 1, 2, _channels.EMPTY, 3, _channels.EMPTY]
+    expected += [4, _channels.ENDED, _channels.ENDED, "ClosedResourceError"]
+    assert steps(asked) == expected
+    assert steps(polled) == expected
+
+
+@pytest.mark.parametrize("poll", ["private", "public"])
+async def test_poll_takes_a_waiting_sender_s_item_and_wakes_it(poll: str) -> None:
+    polled = _channels.poll if poll == "private" else _channels._poll_public
+    send, receive = trio.open_memory_channel[str](0)  # nothing buffered: the sender waits
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(send.send, "waited")
+        await trio.testing.wait_all_tasks_blocked()
+        assert polled(receive) == "waited"  # (its task is rescheduled, the nursery ends)
+        assert polled(receive) is _channels.EMPTY
+    send.close()
+    assert polled(receive) is _channels.ENDED
+
+
+def test_a_channel_state_unlike_trio_s_is_not_polled_privately(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trio whose memory channels no longer hold the state ``poll`` reads."""
+    public = trio.open_memory_channel
+
+    class Unlike:  # the state, less the waiting senders receive_nowait reads
+        def __init__(self, state: Any) -> None:
+            self.data, self.open_send_channels = state.data, state.open_send_channels
+
+    def unlike(size: int) -> Any:
+        send, receive = public(size)
+        receive._state = Unlike(receive._state)
+        return send, receive
+
+    monkeypatch.setattr(trio, "open_memory_channel", unlike)
+    assert _channels._private_poll() is None
+    monkeypatch.undo()
+    assert _channels._private_poll() is not None
+
+
+async def test_the_stream_with_public_poll_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_stream, "poll", _channels._poll_public)
+    client = FunctionInvokingChatClient(ScriptedChatClient(_script(3, 2)), [echo])
+    with trio.fail_after(5):
+        async with client.run(USER) as stream:
+            kinds = [type(update).__name__ async for update in stream]
+    assert kinds.count("ToolCalled") == 6
+    assert kinds[-1] == "Finish"
+    assert [m.role.value for m in stream.messages].count("tool") == 6

@@ -9,6 +9,7 @@ import trio
 
 from .._messages import ChatMessage, FinishReason, MessageRole, Usage
 from .._updates import AgentResponseUpdate, ToolApprovalRequest
+from ._channels import EMPTY, ENDED, poll
 from ._run import Delivery, Run
 
 __all__ = ["ChatResponse", "InvocationStream"]
@@ -82,11 +83,10 @@ class InvocationStream:
         await trio.lowlevel.checkpoint_if_cancelled()
         events = self._round
         if events is not None:  # the common case: the round has an update ready
-            try:
-                return events.receive_nowait()
-            except trio.WouldBlock:
-                pass  # (awaited outside the ``except``: no exception pinned meanwhile)
-            except trio.EndOfChannel:
+            item = poll(events)
+            if item is not EMPTY and item is not ENDED:
+                return item  # type: ignore[no-any-return]
+            if item is ENDED:
                 self._round = events = None  # every task of the round is done
         return await self._next(events)  # ``events``: known empty, not asked again
 
@@ -95,7 +95,7 @@ class InvocationStream:
         self, empty: trio.MemoryReceiveChannel[AgentResponseUpdate] | None = None
     ) -> AgentResponseUpdate:
         """The next update, waiting for it if need be; ``empty`` is the round's channel when
-        it was just found empty (each ``WouldBlock`` costs about a microsecond)."""
+        it was just found empty (not asked again: ``receive`` asks it once more itself)."""
         if self._ended:
             raise StopAsyncIteration
         if self._left:
@@ -104,28 +104,21 @@ class InvocationStream:
             )
         while True:
             source = self._round if self._round is not None else self._receive
-            waits = source is empty
+            item: object = EMPTY if source is empty else poll(source)
             empty = None
-            if not waits:
-                try:
-                    item = source.receive_nowait()
-                except trio.WouldBlock:
-                    waits = True  # waited for below, not in here: no exception pinned meanwhile
-                except trio.EndOfChannel:
-                    item = None
-            if waits:
+            if item is EMPTY:
                 try:
                     item = await source.receive()
                 except trio.EndOfChannel:
-                    item = None
-            if item is None:  # the round is over (every task of it), or the run is
+                    item = ENDED
+            if item is ENDED:  # the round is over (every task of it), or the run is
                 if source is self._receive:
                     self._end()
                 self._round = None
             elif type(item) is trio.MemoryReceiveChannel:
                 self._round = item
             else:
-                return item
+                return item  # type: ignore[return-value]
 
     def _leave(self) -> None:
         """The run's ``async with`` is over: what the stream still holds is not handed out."""
