@@ -2,14 +2,16 @@
 
 What ``SPEC.md`` asks of every round, as the loop builds it (``trio_invoke/_loop/_round.py``):
 a nursery per round with an events channel of 256 and a messages channel of 1; a consumer task
-in it that streams the model into the events channel and accumulates the calls by id, sends the
+in it that hands the caller the events channel's receive end (a run channel carries it), streams
+the model into the events channel and accumulates the calls by id, sends the
 round's calls once into the messages channel, starts each call but the first as a sibling task
 holding its own clone of the events channel and runs the first itself; the caller reading each
-round's events channel directly (a run channel hands it over), the loop side taking the calls
-from the messages channel once the nursery is done. Nothing of the library's bookkeeping:
-no validation, no policy, no approval, no budget, no timing of results, no settling of a round
-cut short, no error handling. It opens each round's two channels as the loop does (the loop's
-``channel_pair``: ``trio.open_memory_channel`` without its typing call).
+round's events channel directly, the loop side taking the calls from the messages channel once
+the nursery is done. Nothing of the library's bookkeeping: no validation, no policy, no approval,
+no budget, no timing of results, no settling of a round cut short, no error handling. It opens
+each round's two channels and takes from them as the loop does (the loop's ``channel_pair``,
+``trio.open_memory_channel`` without its typing call, and ``poll``, ``receive_nowait`` without
+its exceptions).
 
 The ``rounds`` workload measures it beside the floor (:mod:`benchmarks._floor`) to show how much
 of the loop's cost per round is that structure, and how much is the rest.
@@ -39,7 +41,7 @@ from trio_invoke import (
     ToolCalled,
     ToolCallStart,
 )
-from trio_invoke._loop._channels import channel_pair  # the round's two channels, as the loop's
+from trio_invoke._loop._channels import EMPTY, ENDED, channel_pair, poll  # as the loop's
 
 __all__ = ["skeleton_run"]
 
@@ -74,19 +76,13 @@ class _Stream:
         await trio.lowlevel.checkpoint_if_cancelled()
         while True:
             source = self._round if self._round is not None else self._run
-            waits = False
-            try:
-                item = source.receive_nowait()
-            except trio.WouldBlock:
-                waits = True
-            except trio.EndOfChannel:
-                item = None
-            if waits:
+            item = poll(source)
+            if item is EMPTY:
                 try:
                     item = await source.receive()
                 except trio.EndOfChannel:
-                    item = None
-            if item is None:
+                    item = ENDED
+            if item is ENDED:
                 if source is self._run:
                     raise StopAsyncIteration
                 self._round = None
@@ -110,9 +106,8 @@ async def _drive(
             events, receive = channel_pair(EVENTS)
             turns: Turns
             turns, turn = channel_pair(1)
-            run.send_nowait(receive)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(round_.consume, events, turns, nursery)
+                nursery.start_soon(round_.consume, events, turns, nursery, run, receive)
             text, calls = turn.receive_nowait()
             if not calls:
                 messages.append(ChatMessage(MessageRole.ASSISTANT, text))
@@ -138,8 +133,16 @@ class _Round:
         self.model, self.messages, self.options, self.tools = model, messages, options, tools
         self.results: dict[str, str] = {}
 
-    async def consume(self, events: Events, turns: Turns, nursery: trio.Nursery) -> None:
+    async def consume(
+        self,
+        events: Events,
+        turns: Turns,
+        nursery: trio.Nursery,
+        run: trio.MemorySendChannel[Any],
+        receive: trio.MemoryReceiveChannel[AgentResponseUpdate],
+    ) -> None:
         with events, turns:
+            run.send_nowait(receive)  # (the run channel holds at most one round and the end)
             pieces: dict[str, tuple[str, list[str]]] = {}  # id -> (name, argument pieces)
             text: list[str] = []
             async with self.model.run(self.messages, self.options) as updates:

@@ -45,9 +45,10 @@ class RoundPlan:
     cap with ``on_max_rounds="answer"``)."""
 
 
-@attrs.frozen
+@attrs.define
 class RoundOutcome:
-    """What a round did, as the policy needs to know it."""
+    """What a round did, as the policy needs to know it; read, never changed. (Not ``frozen``:
+    a frozen class's ``__init__`` takes twice as long, and a round makes one.)"""
 
     reason: FinishReason
     """The round's reason (see :func:`turn_reason`)."""

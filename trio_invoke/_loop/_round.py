@@ -3,8 +3,9 @@
 A round opens a nursery and two memory channels, standing in for the seed's mpsc pair:
 ``events`` (256) and ``messages`` (1).
 
-* The **consumer** task (:meth:`Round._consume`, the seed's spawned task) streams the model,
-  puts every update into ``events``, accumulates the calls by id and holds back the model's
+* The **consumer** task (:meth:`Round._consume`, the seed's spawned task) first hands the
+  caller's stream the receive end of ``events`` (through the run's channel), then streams the
+  model, puts every update into ``events``, accumulates the calls by id and holds back the model's
   ``Finish``. When the response is over it sends the round's :class:`Turn` -- the assistant
   message, its calls and the round's reason -- once into ``messages``, and starts each call as a
   sibling task in the round's nursery; the first call not yet started it runs itself (its work
@@ -31,7 +32,8 @@ import contextlib
 import itertools
 import math
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 import trio
@@ -70,11 +72,15 @@ EVENT_BUFFER = 256
 """Capacity of each round's event channel (the seed's ``mpsc::channel(256)``)."""
 _MODEL_TYPES = frozenset(MODEL_UPDATES)
 Events: TypeAlias = "trio.MemorySendChannel[AgentResponseUpdate]"
+_NONE: Mapping[str, Any] = MappingProxyType({})
+"""No decisions, no positions: a model round's (one, shared, read-only)."""
 
 
-@attrs.frozen
+@attrs.define
 class Turn:
-    """What the model's response came to: sent once, by the consumer, into ``messages``."""
+    """What the model's response came to: sent once, by the consumer, into ``messages``; read,
+    never changed. (Not ``frozen``: a frozen class's ``__init__`` takes twice as long, and a
+    round makes one.)"""
 
     message: ChatMessage | None
     """The assistant message (its text and calls); ``None`` on resume or for an empty answer."""
@@ -94,7 +100,7 @@ class Round:
     """The response being streamed; ``None`` for a resume, whose calls are known."""
     pending: tuple[ToolCall, ...] = ()
     """On resume: the calls the conversation ends with, in call order."""
-    decisions: Mapping[str, ToolApprovalResponse] = attrs.field(factory=dict)
+    decisions: Mapping[str, ToolApprovalResponse] = _NONE
     """On resume: the user's answers, by call id."""
     stopped_before: bool = False
     """On resume: a call of the batch raised ``StopLoop`` before the pause (its tool message
@@ -110,7 +116,7 @@ class Round:
     _began: dict[str, float] = attrs.field(factory=dict, init=False)
     """Call id -> when its tool began to run (under a concurrency limiter: when it got its
     slot); see ``_invoke.invoke``."""
-    _positions: dict[str, int] = attrs.field(factory=dict, init=False)
+    _positions: Mapping[str, int] = attrs.field(default=_NONE, init=False)
     """On resume: call id -> place in call order (set by :meth:`resume`)."""
     _site: Site = attrs.field(default=Site(), init=False)
     """What each call's middleware and observer are told: set before the first call starts."""
@@ -146,9 +152,8 @@ class Round:
         turns: trio.MemorySendChannel[Turn]
         events, receive = channel_pair(EVENT_BUFFER)  # trio.open_memory_channel, made faster
         turns, self._turns = channel_pair(1)
-        await send(self.run.send, receive)  # the caller's stream reads this round from here on
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._consume, events, turns, nursery)
+            nursery.start_soon(self._consume, events, receive, turns, nursery)
         # Every task of the round is done (had one failed, the nursery would have raised): the
         # turn is in ``messages``, sent once, and taken here without a wait (the seed's msg_rx).
         turn = self._turn = self._turns.receive_nowait()
@@ -214,9 +219,18 @@ class Round:
 
     @trio.lowlevel.enable_ki_protection
     async def _consume(
-        self, events: Events, turns: trio.MemorySendChannel[Turn], nursery: trio.Nursery
+        self,
+        events: Events,
+        receive: trio.MemoryReceiveChannel[AgentResponseUpdate],
+        turns: trio.MemorySendChannel[Turn],
+        nursery: trio.Nursery,
     ) -> None:
         with events, turns:
+            # The caller's stream reads this round from here on. Sent by this task, before its
+            # first update, rather than by the loop side before it starts this task: else the
+            # caller could run first, find the round empty, and wait once more.
+            if not offer(self.run.send, receive):
+                await self.run.send.send(receive)
             if self.accumulator is None:  # a resume: its round is counted once it plays
                 message, calls, reason = None, self.pending, FinishReason.TOOL_CALLS
                 self._site = self._ordered(self.run.site(tuple(self.run.messages)))
