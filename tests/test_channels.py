@@ -162,6 +162,7 @@ def test_a_builder_whose_ends_differ_from_trio_s_is_not_used(
 def test_poll_looks_at_the_state_on_this_trio() -> None:
     # Else the caller's stream raises and catches an exception about once per round.
     assert _channels.poll is not _channels._poll_public
+    assert _channels.PEEKS
 
 
 @pytest.mark.parametrize("poll", ["private", "public"])
@@ -240,6 +241,7 @@ def test_a_channel_state_unlike_trio_s_is_not_polled_privately(
 
 async def test_the_stream_with_public_poll_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_stream, "poll", _channels._poll_public)
+    monkeypatch.setattr(_stream, "PEEKS", False)  # as on a trio whose channel state differs
     client = FunctionInvokingChatClient(ScriptedChatClient(_script(3, 2)), [echo])
     with trio.fail_after(5):
         async with client.run(USER) as stream:

@@ -9,7 +9,17 @@ from typing import Any, Final, NoReturn, TypeVar
 
 import trio
 
-__all__ = ["EMPTY", "ENDED", "channel_pair", "offer", "poll", "primary", "reraise_single", "send"]
+__all__ = [
+    "EMPTY",
+    "ENDED",
+    "PEEKS",
+    "channel_pair",
+    "offer",
+    "poll",
+    "primary",
+    "reraise_single",
+    "send",
+]
 
 Pair = tuple[trio.MemorySendChannel[Any], trio.MemoryReceiveChannel[Any]]
 T = TypeVar("T")
@@ -128,7 +138,11 @@ def _private_poll() -> Callable[[trio.MemoryReceiveChannel[Any]], Any] | None:
     return poll if same else None
 
 
-poll: Callable[[trio.MemoryReceiveChannel[Any]], Any] = _private_poll() or _poll_public
+_peeking = _private_poll()
+PEEKS: Final = _peeking is not None
+"""Whether :func:`poll` looks at the channel's state (trio's memory channels hold the state it
+expects): then a caller may look at ``channel._state.data`` itself, as :func:`poll` does."""
+poll: Callable[[trio.MemoryReceiveChannel[Any]], Any] = _peeking or _poll_public
 """``channel.receive_nowait()``, with :data:`EMPTY` for its ``WouldBlock`` and :data:`ENDED` for
 its ``EndOfChannel``: raising and catching one costs about a microsecond, and the caller's stream
 meets both about once per round. Where trio's channel state is not what this expects, it is
