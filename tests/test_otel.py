@@ -47,6 +47,7 @@ from trio_invoke import (
     ToolCalled,
     ToolCallEnd,
     ToolContext,
+    ToolTimeoutError,
     Usage,
     tool,
 )
@@ -985,6 +986,80 @@ async def test_without_an_sdk_it_does_nothing_and_breaks_nothing() -> None:
     result = await run_to_completion(agent, USER)
     assert [type(u) for u in result.updates][-2:] == [TextDelta, Finish]
     assert any(isinstance(u, ToolCalled) for u in result.updates)
+
+
+@pytest.mark.parametrize("sdk", ["none", "sampled", "dropped"])
+async def test_the_calls_are_observed_unless_no_sdk_is_configured(
+    sdk: str, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Without an SDK a run's calls would each get a span that records nothing and a context
+    that is no one's: the run says it ``observes_tools`` not, and its calls run bare."""
+    told: list[str] = []
+    tool_of_run = trio_invoke.otel._telemetry._Run.tool
+
+    def spied(self: Any, call: ToolCall, *args: Any) -> Any:
+        told.append(call.id)
+        return tool_of_run(self, call, *args)
+
+    monkeypatch.setattr(trio_invoke.otel._telemetry._Run, "tool", spied)
+    provider = None
+    if sdk != "none":
+
+        class Drops(Sampler):
+            def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+                return SamplingResult(Decision.DROP)
+
+            def get_description(self) -> str:
+                return "Drops"
+
+        provider = TracerProvider(sampler=Drops()) if sdk == "dropped" else TracerProvider()
+    telemetry = Telemetry(tracer_provider=provider)
+    assert telemetry.run(USER).observes_tools is (sdk != "none")
+    agent = FunctionInvokingChatClient(
+        ScriptedChatClient([batch("lookup", "broken", "stalls"), "done"]),
+        [lookup, broken, stalls],
+        telemetry=telemetry,
+        tool_timeout=5,
+    )
+    with trio.fail_after(30):
+        result = await run_to_completion(agent, USER)
+    called = {u.call.id: u for u in result.updates if isinstance(u, ToolCalled)}
+    errors = {call_id: u.is_error for call_id, u in called.items()}
+    assert errors == {"lookup-0": False, "broken-1": True, "stalls-2": True}  # observed or not
+    assert isinstance(called["stalls-2"].exception, ToolTimeoutError)
+    assert sorted(told) == ([] if sdk == "none" else ["broken-1", "lookup-0", "stalls-2"])
+    if provider is not None:
+        provider.shutdown()
+
+
+@pytest.mark.parametrize("observes_tools", [True, False, "absent"])
+async def test_an_observer_that_observes_no_tools_is_told_of_none(
+    observes_tools: bool | str,
+) -> None:
+    recorder = Recorder(running=True)
+    if observes_tools != "absent":
+        recorder = ToolsOrNot(running=True, observes_tools=observes_tools)
+    model = ScriptedChatClient([batch("lookup", "broken"), "done"])
+    agent = FunctionInvokingChatClient(model, [lookup, broken], telemetry=recorder)
+    with trio.fail_after(5):
+        result = await run_to_completion(agent, USER)
+    errors = [u.is_error for u in result.updates if isinstance(u, ToolCalled)]
+    assert sorted(errors) == [False, True]
+    calls = [e for e in recorder.events if e.startswith(("lookup", "broken"))]
+    if observes_tools is False:
+        assert calls == []
+        assert recorder.events.count("chat started") == 2  # the model calls still are
+    else:
+        assert "lookup-0 started" in calls
+        assert "broken-1 ended RuntimeError" in calls
+    assert recorder.events[-1] == "run ended stop"
+
+
+@attrs.define
+class ToolsOrNot(Recorder):
+    """A :class:`Recorder` that says whether it observes the tool calls."""
+
+    observes_tools: bool = True
 
 
 @pytest.mark.parametrize("bad", [True, False, 1, "otel", Telemetry, object()])

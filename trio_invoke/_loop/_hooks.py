@@ -25,6 +25,7 @@ __all__ = [
     "ToolObservation",
     "observe_run",
     "running",
+    "tool_observation",
 ]
 
 _NOTHING: Final = contextlib.nullcontext()
@@ -79,7 +80,15 @@ class ToolObservation(Protocol):
 
 
 class RunObservation(Protocol):
-    """One run of the loop."""
+    """One run of the loop.
+
+    An observation may also have ``observes_tools: bool``, read once as the run starts:
+    ``False`` says that the run's tool calls need no observation (``Telemetry``'s, when no
+    OpenTelemetry SDK is configured: nothing would be recorded and no context would be made
+    current). Then :meth:`tool` is not called, and the calls run as they would without an
+    observer, with nothing around them. Optional, as ``running()`` is; without it, every
+    tool call that runs is observed.
+    """
 
     def chat(
         self, client: object, messages: Sequence[ChatMessage], options: RunOptions
@@ -107,6 +116,14 @@ class Observer(Protocol):
 
     def run(self, messages: Sequence[ChatMessage]) -> RunObservation:
         """A run starts on ``messages``."""
+
+
+def tool_observation(observation: RunObservation | None) -> RunObservation | None:
+    """``observation``, for the run's tool calls: ``None`` when it says it need not see them
+    (its optional ``observes_tools`` is false)."""
+    if observation is None or getattr(observation, "observes_tools", True):
+        return observation
+    return None
 
 
 def observe_run(

@@ -22,7 +22,7 @@ from .._messages import ChatMessage, FinishReason, ToolCall, Usage
 from .._options import RunOptions, ToolApprovalResponse
 from .._updates import AgentResponseUpdate, Error, Finish
 from ._channels import primary, send
-from ._hooks import RunObservation
+from ._hooks import RunObservation, tool_observation
 from ._invoke import Entry, Limits, Site
 from ._policy import Policy, RoundOutcome, later_round_options
 from ._round import Round
@@ -67,6 +67,13 @@ class Run:
     """The round being played, if one is."""
     _rounds: int = 0
     """Rounds started so far (a resume is one)."""
+    _tool_observation: RunObservation | None = attrs.field(init=False)
+    """What the run's tool calls are observed by: :attr:`observation`, unless it need not see
+    them (``_hooks.tool_observation``; read once, as the run starts)."""
+
+    @_tool_observation.default
+    def _observing_tools(self) -> RunObservation | None:
+        return tool_observation(self.observation)
 
     def needs_approval(self, name: str) -> bool:
         entry = self.tools.get(name)
@@ -74,7 +81,7 @@ class Run:
 
     def site(self, seen: tuple[ChatMessage, ...]) -> Site:
         """What the calls of the round being played are told (see ``_invoke.Site``)."""
-        return Site(self._rounds, seen, self.observation)
+        return Site(self._rounds, seen, self._tool_observation)
 
     def take_interrupt(self) -> BaseException | None:
         """The interrupt that ended the run (``KeyboardInterrupt``, ``SystemExit``, ...), if the

@@ -352,6 +352,13 @@ class _Run:
     """The run's span has the provider and the model of its inner client (from its start, or
     from its first model call when the run was started without the client)."""
 
+    @property
+    def observes_tools(self) -> bool:
+        """Whether the run's tool calls are observed (the loop reads it as the run starts):
+        not when no SDK is configured. Then :meth:`tool` would give ``_UNSEEN`` for every call,
+        and the loop runs them with nothing around them instead."""
+        return self.span.is_recording() or self.span.get_span_context().is_valid
+
     def chat(self, client: object, messages: Sequence[ChatMessage], options: RunOptions) -> _Chat:
         described = _Described.of(client)
         model = described.model
