@@ -239,6 +239,28 @@ def test_a_channel_state_unlike_trio_s_is_not_polled_privately(
     assert _channels._private_poll() is not None
 
 
+def test_a_replaced_open_memory_channel_is_not_taken_for_trio_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Channels that are not trio's own (a wrapper in ``open_memory_channel``'s place at
+    import) tell nothing of trio's state: ``poll`` does not look at it."""
+    public = trio.open_memory_channel
+
+    class Wrapped:
+        def __init__(self, receive: Any) -> None:
+            self._receive = receive
+
+        def receive_nowait(self) -> Any:
+            return self._receive.receive_nowait()
+
+    def wrapping(size: int) -> Any:
+        send, receive = public(size)
+        return send, Wrapped(receive)
+
+    monkeypatch.setattr(trio, "open_memory_channel", wrapping)
+    assert _channels._private_poll() is None
+
+
 async def test_the_stream_with_public_poll_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_stream, "poll", _channels._poll_public)
     monkeypatch.setattr(_stream, "PEEKS", False)  # as on a trio whose channel state differs

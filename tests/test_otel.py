@@ -1032,12 +1032,14 @@ async def test_the_calls_are_observed_unless_no_sdk_is_configured(
         provider.shutdown()
 
 
-@pytest.mark.parametrize("observes_tools", [True, False, "absent"])
+@pytest.mark.parametrize("observes_tools", [True, False, "absent", "raises"])
 async def test_an_observer_that_observes_no_tools_is_told_of_none(
     observes_tools: bool | str,
 ) -> None:
     recorder = Recorder(running=True)
-    if observes_tools != "absent":
+    if observes_tools == "raises":  # a broken observer: its calls are observed
+        recorder = BrokenToolsOrNot(running=True)
+    elif observes_tools != "absent":
         recorder = ToolsOrNot(running=True, observes_tools=observes_tools)
     model = ScriptedChatClient([batch("lookup", "broken"), "done"])
     agent = FunctionInvokingChatClient(model, [lookup, broken], telemetry=recorder)
@@ -1060,6 +1062,14 @@ class ToolsOrNot(Recorder):
     """A :class:`Recorder` that says whether it observes the tool calls."""
 
     observes_tools: bool = True
+
+
+class BrokenToolsOrNot(Recorder):
+    """A :class:`Recorder` whose ``observes_tools`` raises."""
+
+    @property
+    def observes_tools(self) -> bool:
+        raise RuntimeError("broken")
 
 
 @pytest.mark.parametrize("bad", [True, False, 1, "otel", Telemetry, object()])

@@ -120,6 +120,8 @@ def _private_poll() -> Callable[[trio.MemoryReceiveChannel[Any]], Any] | None:
 
     try:  # the same answers as receive_nowait's, in every state it can be in without a task
         send, receive = trio.open_memory_channel[object](1)
+        if type(receive) is not receive_type:  # (a replaced open_memory_channel: not trio's)
+            return None
         same = poll(receive) is EMPTY is _poll_public(receive)
         send.send_nowait("item")
         same = same and poll(receive) == "item" and _poll_public(receive) is EMPTY

@@ -120,10 +120,14 @@ class Observer(Protocol):
 
 def tool_observation(observation: RunObservation | None) -> RunObservation | None:
     """``observation``, for the run's tool calls: ``None`` when it says it need not see them
-    (its optional ``observes_tools`` is false)."""
-    if observation is None or getattr(observation, "observes_tools", True):
-        return observation
-    return None
+    (its optional ``observes_tools`` is false; one that raises counts as true)."""
+    if observation is None:
+        return None
+    try:
+        observes = bool(getattr(observation, "observes_tools", True))
+    except Exception:  # a broken observer: its calls are observed, as without the attribute
+        observes = True
+    return observation if observes else None
 
 
 def observe_run(
