@@ -355,8 +355,8 @@ class _Run:
     @property
     def observes_tools(self) -> bool:
         """Whether the run's tool calls are observed (the loop reads it as the run starts):
-        not when no SDK is configured. Then :meth:`tool` would give ``_UNSEEN`` for every call,
-        and the loop runs them with nothing around them instead."""
+        not when no SDK is configured, for then a call's span would record nothing and its
+        context would be no one's; the loop runs them with nothing around them instead."""
         return self.span.is_recording() or self.span.get_span_context().is_valid
 
     def chat(self, client: object, messages: Sequence[ChatMessage], options: RunOptions) -> _Chat:
@@ -386,13 +386,9 @@ class _Run:
         context = trace.set_span_in_context(span, self.context)
         return _Chat(self.telemetry, span, attributes, time.perf_counter(), context)
 
-    def tool(
-        self, call: ToolCall, tool: Tool, arguments: Mapping[str, Any]
-    ) -> _Tool | _Unsampled | _Unseen:
-        if not self.span.is_recording():  # the run is not traced: nor are its calls
-            if self.span.get_span_context().is_valid:  # an SDK did not sample it
-                return _Unsampled(self.context)
-            return _UNSEEN  # no SDK
+    def tool(self, call: ToolCall, tool: Tool, arguments: Mapping[str, Any]) -> _Tool | _Unsampled:
+        if not self.span.is_recording():  # an SDK did not sample the run: nor are its calls
+            return _Unsampled(self.context)  # (with no SDK, the loop does not ask: observes_tools)
         name = f"{names.EXECUTE_TOOL} {call.name}"
         span = _start(self.telemetry._tracer, name, self.context, trace.SpanKind.INTERNAL)
         if span is trace.INVALID_SPAN:  # the SDK failed: the call runs in the run's context
@@ -518,18 +514,6 @@ class _Current:
     def __exit__(self, *exc_info: object) -> None:
         RESPONSE_FACTS.reset(self._facts_token)
         otel_context.detach(self._token)
-
-
-class _Unseen:
-    """The observation of a call in a run that is not traced (no SDK): nothing to end."""
-
-    __slots__ = ()
-
-    def end(self, called: ToolCalled | None, error_type: str | None) -> None:
-        pass
-
-
-_UNSEEN = _Unseen()
 
 
 @attrs.define
