@@ -275,6 +275,37 @@ async def test_openai_parallel_tool_calls_by_index(server: SSEServer) -> None:
     assert await stream_updates(client_for(server)) == PARALLEL_UPDATES
 
 
+def one_event_a_piece(raw: bytes) -> list[bytes]:
+    """``raw`` cut after every blank line: each event alone in its piece, as a server that
+    flushes every event sends it (the stream's fast path, ``SSEParser.lone_message``)."""
+    return [event + b"\n\n" for event in raw.removesuffix(b"\n\n").split(b"\n\n")]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (OPENAI_TEXT, OPENAI_TEXT_UPDATES),
+        (OPENAI_PARALLEL, PARALLEL_UPDATES),
+        (VLLM_INTERLEAVED, VLLM_INTERLEAVED_UPDATES),
+    ],
+)
+async def test_one_event_a_piece_gives_the_same_updates(
+    server: SSEServer, raw: bytes, expected: list[AgentResponseUpdate]
+) -> None:
+    pieces = one_event_a_piece(raw)
+    assert b"".join(pieces) == raw
+    assert len(pieces) > 5
+    # between the events: fields and comments the fast path leaves to the parser
+    keep_alive, named = b": keep-alive\n\n", b"event: message\nid: 4\n"
+    server.add(
+        Reply(pieces),
+        Reply([pieces[0], keep_alive, *pieces[1:3], named, *pieces[3:]]),
+    )
+    client = client_for(server)
+    assert await stream_updates(client) == expected
+    assert await stream_updates(client) == expected
+
+
 async def test_ollama_whole_calls_and_usage_chunk(server: SSEServer) -> None:
     server.add(Reply(cut(OLLAMA_TOOLS, 11)), Reply(cut(OLLAMA_TEXT, 3)))
     model = client_for(server)

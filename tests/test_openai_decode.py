@@ -440,13 +440,18 @@ def test_a_string_choice_index_is_choice_zero() -> None:
 RECORDED = [n for p in ("deepseek", "openrouter", "zai", "llamacpp") for n in streams(p)]
 
 
-def outcome(pieces: list[bytes]) -> list[AgentResponseUpdate]:
+def outcome(pieces: list[bytes], *, fast: bool = False) -> list[AgentResponseUpdate]:
     """The updates of a body fed in ``pieces``; a recorded error counts as one more update, so
-    that a stream that ends in an error compares the same way under every split."""
+    that a stream that ends in an error compares the same way under every split. ``fast``: as
+    ``SSEStream`` feeds it, a piece that is one event alone going to ``decoder.message``."""
     parser, decoder = SSEParser(), ChunkDecoder()
     updates: list[AgentResponseUpdate] = []
     try:
         for piece in pieces:
+            data = parser.lone_message(piece) if fast else None
+            if data is not None:
+                updates += decoder.message(data)
+                continue
             for event in parser.feed(piece):
                 updates += decoder.event(event)
         return updates + decoder.end_of_body()
@@ -464,6 +469,18 @@ def test_a_recorded_stream_decodes_the_same_one_byte_at_a_time(name: str) -> Non
     expected = outcome([raw])
     assert isinstance(expected[-1], Finish) or name.endswith("error.sse")
     assert outcome([raw[i : i + 1] for i in range(len(raw))]) == expected
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_a_recorded_stream_decodes_the_same_one_event_a_piece_on_the_fast_path(name: str) -> None:
+    raw = recorded(name)
+    events = [event + b"\n\n" for event in raw.split(b"\n\n")]
+    events[-1] = events[-1][:-2]  # (what follows the last blank line, if anything)
+    assert b"".join(events) == raw
+    assert outcome(events, fast=True) == outcome([raw])
+    error = sse({"error": {"message": "overloaded"}})  # an error chunk: raised the same way
+    assert outcome([b"\n", error], fast=True) == outcome([b"\n" + error])
+    assert len(outcome([b"\n", error], fast=True)) == 1
 
 
 @pytest.mark.slow

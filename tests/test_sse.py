@@ -212,6 +212,98 @@ def test_byte_at_a_time_equals_the_whole(raw: bytes) -> None:
     assert parse(*(raw[i : i + 1] for i in range(len(raw)))) == parse(raw)
 
 
+# -- lone_message: the fast path for one event alone in its piece --------------------------------
+
+_STATE = ("_after_cr", "_data", "_data_size", "_event", "_partial", "_partial_size", "_started")
+
+fragments = st.sampled_from(
+    [
+        b"data: x\n\n",
+        b'data: {"a": 1}\n\n',
+        b"data: \n\n",
+        b"data:x\n\n",
+        b"data: two\n\ndata: events\n\n",
+        b"data: a\rb\n\n",
+        b"data: a\n",
+        b"data: tail",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"event: named\n",
+        b"event: error\n",
+        b"id: 7\n",
+        b"retry: 5\n",
+        b": keep-alive\n\n",
+        b"\xef\xbb",
+        b"\xef\xbb\xbf",
+        b"data: \xc3\n\n",
+    ]
+)
+pieces_of_events = st.lists(st.one_of(fragments, st.binary(max_size=12)), max_size=16)
+
+
+def feed_with_lone_message(parser: SSEParser, piece: bytes) -> list[ServerSentEvent]:
+    """What ``SSEStream`` does with a piece: the fast path, else :meth:`SSEParser.feed`."""
+    data = parser.lone_message(piece)
+    if data is None:
+        return parser.feed(piece)
+    return [ServerSentEvent(data, "message", parser.last_event_id)]
+
+
+@given(pieces_of_events)
+def test_lone_message_then_feed_is_feed(pieces: list[bytes]) -> None:
+    fast, plain = SSEParser(), SSEParser()
+    for piece in pieces:
+        assert feed_with_lone_message(fast, piece) == plain.feed(piece)
+        assert [getattr(fast, name) for name in _STATE] == [getattr(plain, name) for name in _STATE]
+    assert (fast.last_event_id, fast.retry, fast.too_large) == (
+        plain.last_event_id,
+        plain.retry,
+        plain.too_large,
+    )
+
+
+@given(event_streams(), st.lists(st.integers(0, 10_000), max_size=12))
+def test_lone_message_on_any_split_of_an_encoded_stream(
+    stream: tuple[bytes, list[ServerSentEvent]], cuts: list[int]
+) -> None:
+    raw, expected = stream
+    parser = SSEParser()
+    events = [e for piece in split(raw, cuts) for e in feed_with_lone_message(parser, piece)]
+    assert events == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "piece"),
+    [
+        (b"", b"data: x\n\n"),  # the first piece: the BOM check is feed's
+        (b"data: a\r", b"data: x\n\n"),  # after a CR: an LF first would end that line
+        (b"event: named\n", b"data: x\n\n"),  # the event has a type
+        (b"data: a\n", b"data: x\n\n"),  # inside an event: its data comes first
+        (b"data: a\n\ndata: par", b"data: x\n\n"),  # a line not ended yet
+        (b"data: a\n\n", b"data: x\n\ndata: y\n\n"),  # two events
+        (b"data: a\n\n", b"data: x\ry\n\n"),  # a CR inside
+        (b"data: a\n\n", b"data: x\n"),  # not ended
+        (b"data: a\n\n", b"event: e\ndata: x\n\n"),  # a field before data
+        (b"data: a\n\n", b"data:x\n\n"),  # no space: feed's to read
+    ],
+)
+def test_lone_message_declines_and_changes_nothing(before: bytes, piece: bytes) -> None:
+    parser = SSEParser()
+    parser.feed(before)
+    state = [getattr(parser, name) for name in _STATE]
+    assert parser.lone_message(piece) is None
+    assert [getattr(parser, name) for name in _STATE] == state
+
+
+def test_lone_message_takes_one_whole_event_between_events() -> None:
+    parser = SSEParser()
+    parser.feed(b"id: 9\ndata: a\n\n")
+    assert parser.lone_message(b'data: {"b": "\xc3\xa9"}\n\n') == '{"b": "\u00e9"}'
+    assert parser.lone_message(b"data: \xff\n\n") == "\ufffd"  # replaced, as feed does
+    assert parser.last_event_id == "9"
+
+
 # -- the recorded streams: where each came from, and that each is an event stream ------------
 
 

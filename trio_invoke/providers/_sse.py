@@ -133,6 +133,27 @@ class SSEParser:
             return self._lines(buffer)
         return self._lf_lines(buffer)
 
+    def lone_message(self, piece: bytes) -> str | None:
+        """The data of ``piece`` if it is one whole event alone: a single ``data`` line and a
+        blank line, between two events, with no ``event`` field before it -- what a server that
+        flushes each event sends, nearly every time. The parser's state is then as
+        :meth:`feed` leaves it, and :meth:`feed` would have returned
+        ``[ServerSentEvent(data, "message", self.last_event_id)]``: this is that, without the
+        event and the list. ``None`` otherwise, with nothing changed: feed the piece then."""
+        if (
+            piece[-2:] == b"\n\n"
+            and piece[:6] == b"data: "
+            and self._started
+            and not self._partial
+            and not self._data
+            and not self._event
+            and not self._after_cr
+        ):
+            value = piece[6:-2]
+            if b"\n" not in value and b"\r" not in value:
+                return value.decode("utf-8", errors="replace")
+        return None
+
     def _lf_lines(self, buffer: bytes) -> list[ServerSentEvent]:
         """The events of ``buffer``, whose lines end with LF only (the common path)."""
         # Only LF line ends (what servers send): split, and read the ``data: `` lines (nearly

@@ -172,6 +172,10 @@ class ChunkDecoder:
                 updates += self._end_calls()  # OpenAI never ends a call explicitly
         return updates
 
+    message = feed
+    """The updates in an event of the default type (``message``) with this data: what
+    :meth:`event` gives for it, without the event (the SSE stream's fast path)."""
+
     def end_of_body(self, diagnosis: str = "") -> list[AgentResponseUpdate]:
         """The updates still owed when the body ends.
 
