@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import json
@@ -242,6 +243,11 @@ fragments = st.sampled_from(
 pieces_of_events = st.lists(st.one_of(fragments, st.binary(max_size=12)), max_size=16)
 
 
+def state_of(parser: SSEParser) -> list[object]:
+    """The parser's state, copied (its lists change in place)."""
+    return [copy.copy(getattr(parser, name)) for name in _STATE]
+
+
 def feed_with_lone_message(parser: SSEParser, piece: bytes) -> list[ServerSentEvent]:
     """What ``SSEStream`` does with a piece: the fast path, else :meth:`SSEParser.feed`."""
     data = parser.lone_message(piece)
@@ -255,7 +261,7 @@ def test_lone_message_then_feed_is_feed(pieces: list[bytes]) -> None:
     fast, plain = SSEParser(), SSEParser()
     for piece in pieces:
         assert feed_with_lone_message(fast, piece) == plain.feed(piece)
-        assert [getattr(fast, name) for name in _STATE] == [getattr(plain, name) for name in _STATE]
+        assert state_of(fast) == state_of(plain)
     assert (fast.last_event_id, fast.retry, fast.too_large) == (
         plain.last_event_id,
         plain.retry,
@@ -277,7 +283,8 @@ def test_lone_message_on_any_split_of_an_encoded_stream(
     ("before", "piece"),
     [
         (b"", b"data: x\n\n"),  # the first piece: the BOM check is feed's
-        (b"data: a\r", b"data: x\n\n"),  # after a CR: an LF first would end that line
+        (b"data: a\r", b"data: x\n\n"),  # inside an event, after a CR
+        (b"data: a\n\n\r", b"data: x\n\n"),  # after a CR alone: an LF first would end it
         (b"event: named\n", b"data: x\n\n"),  # the event has a type
         (b"data: a\n", b"data: x\n\n"),  # inside an event: its data comes first
         (b"data: a\n\ndata: par", b"data: x\n\n"),  # a line not ended yet
@@ -291,9 +298,9 @@ def test_lone_message_on_any_split_of_an_encoded_stream(
 def test_lone_message_declines_and_changes_nothing(before: bytes, piece: bytes) -> None:
     parser = SSEParser()
     parser.feed(before)
-    state = [getattr(parser, name) for name in _STATE]
+    state = state_of(parser)
     assert parser.lone_message(piece) is None
-    assert [getattr(parser, name) for name in _STATE] == state
+    assert state_of(parser) == state
 
 
 def test_lone_message_takes_one_whole_event_between_events() -> None:
