@@ -499,9 +499,8 @@ class SSEStream:
             before = len(pending)
             parser = self._parser
             message = self._message
-            data = None if message is None else parser.lone_message(piece)
-            if data is not None:  # one event alone in its piece: the usual case
-                pending.extend(message(data))  # type: ignore[misc]
+            if message is not None and (data := parser.lone_message(piece)) is not None:
+                pending.extend(message(data))  # one event alone in its piece: the usual case
             else:
                 decode = self._decoder.event
                 for event in parser.feed(piece):

@@ -94,6 +94,9 @@ class SSEParser:
         """Parse the next ``piece`` of the body; return the events it completes, in order."""
         if not piece:
             return []
+        data = self.lone_message(piece)  # what a server that flushes each event sends
+        if data is not None:
+            return [ServerSentEvent(data, "message", self.last_event_id)]
         if self._after_cr:
             self._after_cr = False
             if piece[:1] == b"\n":
@@ -110,18 +113,6 @@ class SSEParser:
             self._partial = []
             self._partial_size = 0
             piece = head.removeprefix(_BOM)
-        if not self._partial and piece[-2:] == b"\n\n" and piece[:6] == b"data: ":
-            value = piece[6:-2]
-            if b"\n" not in value and b"\r" not in value and not self._data:
-                # One whole event of one data line, alone in its piece: what a server that
-                # flushes each event sends, nearly every time.
-                event = ServerSentEvent(
-                    value.decode("utf-8", errors="replace"),
-                    self._event or "message",
-                    self.last_event_id,
-                )
-                self._event = ""
-                return [event]
         if b"\n" not in piece and b"\r" not in piece:
             self._partial.append(piece)  # no line ends here: no join, no copy
             self._partial_size += len(piece)
