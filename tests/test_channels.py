@@ -1,11 +1,14 @@
 """Each round's two channels (``_loop._channels.channel_pair``): what ``trio.open_memory_channel``
 makes, built without its typing call -- the same ends in the same state, behaving alike -- and
-``trio.open_memory_channel`` itself where that shortcut does not apply."""
+``trio.open_memory_channel`` itself where that shortcut does not apply; and ``must_checkpoint``,
+the check of each update's cancellation point without ``checkpoint_if_cancelled``'s coroutine."""
 
 from __future__ import annotations
 
+import signal
 import sys
 import types
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -14,13 +17,16 @@ import trio.testing
 
 from trio_invoke import (
     ChatMessage,
+    Error,
     Finish,
     FinishReason,
     FunctionInvokingChatClient,
+    RunOptions,
     ScriptedChatClient,
+    TextDelta,
     tool,
 )
-from trio_invoke._loop import _channels, _stream
+from trio_invoke._loop import _channels, _round, _stream
 from trio_invoke._loop._channels import channel_pair
 from trio_invoke.testing import tool_call_updates
 
@@ -271,3 +277,157 @@ async def test_the_stream_with_public_poll_is_the_same(monkeypatch: pytest.Monke
     assert kinds.count("ToolCalled") == 6
     assert kinds[-1] == "Finish"
     assert [m.role.value for m in stream.messages].count("tool") == 6
+
+
+# -- must_checkpoint: checkpoint_if_cancelled's check, without its coroutine ----------------------
+
+
+def test_the_cancellation_check_reads_the_task_on_this_trio() -> None:
+    assert _channels.must_checkpoint is not _channels._always
+
+
+async def test_must_checkpoint_answers_as_checkpoint_if_cancelled_acts() -> None:
+    """Where nothing is cancelled it is ``False`` and counts a cancellation point (as
+    ``trio.testing.assert_checkpoints`` reads them); in a cancelled scope it is ``True`` and
+    the checkpoint raises; a shield hides the cancellation from both."""
+    must = _channels.must_checkpoint
+    task: Any = trio.lowlevel.current_task()
+    before = task._cancel_points
+    assert must() is False
+    assert task._cancel_points == before + 1
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with trio.CancelScope(shield=True):
+            assert must() is False
+            await trio.lowlevel.checkpoint_if_cancelled()  # nothing: as must() said
+        assert must() is True
+        await trio.lowlevel.checkpoint_if_cancelled()
+        pytest.fail("not cancelled")  # pragma: no cover
+    assert scope.cancelled_caught
+    with trio.move_on_at(trio.current_time() - 1) as late:  # a deadline already past
+        assert must() is True
+        await trio.lowlevel.checkpoint_if_cancelled()
+    assert late.cancelled_caught
+
+
+def test_a_pending_ctrl_c_is_a_checkpoint_in_the_main_task_only() -> None:
+    """A Ctrl-C that landed in protected code waits for the main task's next checkpoint:
+    ``must_checkpoint`` says so there, and not in another task, which it does not reach."""
+    seen: dict[str, bool] = {}
+
+    @trio.lowlevel.enable_ki_protection
+    def press_ctrl_c() -> None:  # protected: trio holds the interrupt as pending
+        signal.raise_signal(signal.SIGINT)
+
+    async def main() -> None:
+        press_ctrl_c()
+        seen["main"] = _channels.must_checkpoint()
+        await trio.lowlevel.checkpoint_if_cancelled()  # delivers it
+        pytest.fail("no KeyboardInterrupt")  # pragma: no cover
+
+    async def other() -> None:
+        press_ctrl_c()
+        seen["other"] = _channels.must_checkpoint()
+
+    async def parent() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other)
+        pytest.fail("no KeyboardInterrupt")  # pragma: no cover
+
+    for run in (main, parent):  # (the main task takes the interrupt at its next checkpoint)
+        with pytest.raises(KeyboardInterrupt):
+            trio.run(run)
+    assert seen == {"main": True, "other": False}
+
+
+def test_a_checkpoint_if_cancelled_that_reads_more_is_not_read_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trio whose ``checkpoint_if_cancelled`` reads anything else: every call site awaits
+    the function itself."""
+
+    async def reads_more() -> None:
+        task = trio.lowlevel.current_task()
+        if task._cancel_status.effectively_cancelled or task.context.get(None):  # type: ignore[arg-type]
+            await trio.lowlevel.checkpoint()
+
+    monkeypatch.setattr(_channels, "_PUBLIC_CHECK", reads_more)
+    assert _channels._private_check() is None
+    monkeypatch.setattr(_channels, "_PUBLIC_CHECK", len)  # not even Python code
+    assert _channels._private_check() is None
+
+
+async def test_a_replaced_checkpoint_if_cancelled_is_awaited_on_every_update(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A spy in ``checkpoint_if_cancelled``'s place (after import) is what every update's
+    cancellation point awaits, on both sides of the round's channel."""
+    public = trio.lowlevel.checkpoint_if_cancelled
+    calls = 0
+
+    async def spy() -> None:
+        nonlocal calls
+        calls += 1
+        await public()
+
+    monkeypatch.setattr(trio.lowlevel, "checkpoint_if_cancelled", spy)
+    client = FunctionInvokingChatClient(ScriptedChatClient(_script(1, 3)), [echo])
+    with trio.fail_after(5):
+        async with client.run(USER) as stream:
+            updates = [update async for update in stream]
+    model_updates = 3 * 3  # three calls, each Start, Args, End; the Finish is held back
+    assert calls >= model_updates + len(updates)  # the consumer's, and the caller's stream's
+
+
+@pytest.mark.parametrize("check", ["private", "always"])
+async def test_a_cancellation_reaches_the_run_between_any_two_updates(
+    check: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelling the run's scope after the caller took its k-th update ends the run with
+    ``Error("cancelled")`` and a valid transcript, whether the check reads the task or always
+    awaits ``checkpoint_if_cancelled``; the scripted model never yields, so only the checks
+    can stop it. (Up to 300: the model runs at most a buffer-full, 256, ahead of the caller, so
+    it has not finished yet.)"""
+    if check == "always":
+        for module in (_round, _stream):
+            monkeypatch.setattr(module, "must_checkpoint", _channels._always)
+    script = [[TextDelta("a")] * 600 + [Finish(FinishReason.STOP)]]
+    for k in (1, 2, 255, 256, 257, 300):
+        scope = trio.CancelScope()
+        agent = FunctionInvokingChatClient(ScriptedChatClient(script), [echo])
+        taken = []
+        with trio.fail_after(5):
+            async with agent.run(USER, RunOptions(cancel_scope=scope)) as stream:
+                async for update in stream:
+                    taken.append(update)
+                    if len(taken) == k:
+                        scope.cancel()
+        assert isinstance(taken[-1], Error), (k, taken[-1])
+        assert taken[-1].message == "cancelled"
+        assert len(taken) - 1 < 600  # the model stream was cut short
+        assert all(type(u) is TextDelta for u in taken[:-1])
+
+
+async def test_the_consumer_stops_at_the_update_after_a_cancellation() -> None:
+    """A model stream that never yields, and cancels the run's scope itself after its 10th
+    update (as code run by the stream might): the consumer's next check stops it, rather than
+    the channel filling up first (256 updates)."""
+    scope = trio.CancelScope()
+
+    class Cancelling:
+        @asynccontextmanager
+        async def run(self, messages: Any, options: Any = None) -> Any:
+            async def updates() -> Any:
+                for n in range(1, 601):
+                    yield TextDelta("a")
+                    if n == 10:
+                        scope.cancel()
+
+            yield updates()
+
+    agent = FunctionInvokingChatClient(Cancelling(), [echo])
+    with trio.fail_after(5):
+        async with agent.run(USER, RunOptions(cancel_scope=scope)) as stream:
+            taken = [update async for update in stream]
+    assert isinstance(taken[-1], Error)
+    assert [type(u) for u in taken[:-1]] == [TextDelta] * 10

@@ -58,7 +58,7 @@ from .._updates import (
     ToolCalled,
     ToolCallStart,
 )
-from ._channels import channel_pair, offer, primary, send
+from ._channels import channel_pair, must_checkpoint, offer, primary, send
 from ._hooks import ChatObservation, running
 from ._invoke import CallOrder, Site, answered, invoke, not_run, really_cancelled
 from ._policy import BUDGET_SPENT, RoundOutcome, RoundPlan, turn_reason
@@ -305,11 +305,11 @@ class Round:
         if run.limits.middleware or run.observation is not None:
             self._site = run.site(seen)  # only middleware and observers are told where
         self._site = self._ordered(self._site)  # before any call starts (eager start)
-        observed: ChatObservation | None = None
-        if run.observation is not None:
-            observed = run.observation.chat(run.inner, seen, options)
+        observed: ChatObservation | None = (
+            None if run.observation is None else run.observation.chat(run.inner, seen, options)
+        )
         finish: Finish | None = None
-        add, checkpoint_if_cancelled = accumulator.add, trio.lowlevel.checkpoint_if_cancelled
+        add, cancel_point = accumulator.add, must_checkpoint
         put, full = events.send_nowait, trio.WouldBlock
         try:
             with running(observed):  # entered and left in this task
@@ -328,7 +328,8 @@ class Round:
                             continue
                         # A cancellation point per update, as ``send`` is: the inner stream may
                         # never yield (a scripted one does not).
-                        await checkpoint_if_cancelled()
+                        if cancel_point():  # (its check, without a coroutine while not cancelled)
+                            await trio.lowlevel.checkpoint_if_cancelled()
                         try:  # as ``offer``, without its call on the path of every update
                             put(update)
                             waits = False

@@ -9,7 +9,7 @@ import trio
 
 from .._messages import ChatMessage, FinishReason, MessageRole, Usage
 from .._updates import AgentResponseUpdate, ToolApprovalRequest
-from ._channels import EMPTY, ENDED, PEEKS, poll
+from ._channels import EMPTY, ENDED, PEEKS, must_checkpoint, poll
 from ._run import Delivery, Run
 
 __all__ = ["ChatResponse", "InvocationStream"]
@@ -79,8 +79,10 @@ class InvocationStream:
         """
         # What is buffered is handed over without a schedule point (the producer yields at least
         # once per buffer-full), but every call stays a cancellation point: there is no public
-        # "cancel point without a yield", hence trio.lowlevel.
-        await trio.lowlevel.checkpoint_if_cancelled()
+        # "cancel point without a yield", hence trio.lowlevel (its check without its coroutine
+        # while nothing is cancelled: ``must_checkpoint``).
+        if must_checkpoint():
+            await trio.lowlevel.checkpoint_if_cancelled()
         events = self._round
         if events is not None:  # the common case: the round has an update ready
             if PEEKS and events._state.data:  # (what ``poll`` would look at, without its call)
