@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from trio import _core
+from trio.lowlevel import current_task
 
 from trio_invoke import (
     ChatMessage,
@@ -340,34 +342,59 @@ def test_a_pending_ctrl_c_is_a_checkpoint_in_the_main_task_only() -> None:
     assert seen == {"main": True, "other": False}
 
 
-def test_a_checkpoint_if_cancelled_that_reads_more_is_not_read_for_it(
+def test_a_checkpoint_if_cancelled_that_reads_other_names_is_not_read_for_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A trio whose ``checkpoint_if_cancelled`` reads anything else: every call site awaits
-    the function itself."""
+    """A trio whose ``checkpoint_if_cancelled`` reads anything else -- more, less (no Ctrl-C
+    clause), or other names: every call site awaits the function itself."""
 
     async def reads_more() -> None:
+        task = current_task()
+        if task._cancel_status.effectively_cancelled or (
+            task is task._runner.main_task and task._runner.ki_pending
+        ):
+            await _core.checkpoint()
+            raise AssertionError
+        task._cancel_points += 1
+        task._schedule_points += 1  # (one name more)
+
+    async def reads_less() -> None:
+        task = current_task()
+        if task._cancel_status.effectively_cancelled:  # (no Ctrl-C clause)
+            await _core.checkpoint()
+            raise AssertionError
+        task._cancel_points += 1
+
+    async def reads_other() -> None:
         task = trio.lowlevel.current_task()
-        if task._cancel_status.effectively_cancelled or task.context.get(None):  # type: ignore[arg-type]
+        if task._cancel_status.effectively_cancelled or task.context.get(None):
             await trio.lowlevel.checkpoint()
 
-    monkeypatch.setattr(_channels, "_PUBLIC_CHECK", reads_more)
-    assert _channels._private_check() is None
-    monkeypatch.setattr(_channels, "_PUBLIC_CHECK", len)  # not even Python code
-    assert _channels._private_check() is None
+    expected = _channels._CHECK_READS
+    assert set(reads_more.__code__.co_names) > expected  # all it reads, and one more
+    assert set(reads_less.__code__.co_names) < expected
+    for other in (reads_more, reads_less, reads_other, len):  # (len: not even Python code)
+        monkeypatch.setattr(_channels, "_PUBLIC_CHECK", other)
+        assert _channels._private_check() is None, other
+    monkeypatch.undo()
+    assert _channels._private_check() is not None
 
 
 async def test_a_replaced_checkpoint_if_cancelled_is_awaited_on_every_update(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A spy in ``checkpoint_if_cancelled``'s place (after import) is what every update's
-    cancellation point awaits, on both sides of the round's channel."""
+    cancellation point awaits, on both sides of the round's channel: the caller's stream once
+    per update it takes (and once at its end), the consumer once per model update."""
     public = trio.lowlevel.checkpoint_if_cancelled
-    calls = 0
+    sites: dict[str, int] = {}
+    stream_code = _stream.InvocationStream.__anext__.__code__
+    consumer_code = _round.Round._stream.__code__
 
     async def spy() -> None:
-        nonlocal calls
-        calls += 1
+        code = sys._getframe(1).f_code
+        site = {stream_code: "stream", consumer_code: "consumer"}.get(code, "other")
+        sites[site] = sites.get(site, 0) + 1
         await public()
 
     monkeypatch.setattr(trio.lowlevel, "checkpoint_if_cancelled", spy)
@@ -375,8 +402,32 @@ async def test_a_replaced_checkpoint_if_cancelled_is_awaited_on_every_update(
     with trio.fail_after(5):
         async with client.run(USER) as stream:
             updates = [update async for update in stream]
-    model_updates = 3 * 3  # three calls, each Start, Args, End; the Finish is held back
-    assert calls >= model_updates + len(updates)  # the consumer's, and the caller's stream's
+    assert sites["stream"] == len(updates) + 1  # (the last call ends the iteration)
+    # Round 1: three calls, each Start, Args, End; round 2: the answer's text (no Finish)
+    assert sites["consumer"] == 3 * 3 + 1
+
+
+def test_a_ctrl_c_reaches_the_caller_at_its_next_update_with_updates_buffered() -> None:
+    """A Ctrl-C that lands in protected code while the caller reads is raised by the stream's
+    next ``__anext__``, although the updates after it are already buffered."""
+    taken: list[object] = []
+
+    @trio.lowlevel.enable_ki_protection
+    def press_ctrl_c() -> None:
+        signal.raise_signal(signal.SIGINT)
+
+    async def main() -> None:
+        script = [[TextDelta("a")] * 100 + [Finish(FinishReason.STOP)]]
+        agent = FunctionInvokingChatClient(ScriptedChatClient(script), [echo])
+        async with agent.run(USER) as stream:
+            async for update in stream:
+                taken.append(update)
+                if len(taken) == 50:
+                    press_ctrl_c()
+
+    with pytest.raises(KeyboardInterrupt):
+        trio.run(main)
+    assert len(taken) == 50
 
 
 @pytest.mark.parametrize("check", ["private", "always"])
