@@ -292,8 +292,11 @@ async def test_must_checkpoint_answers_as_checkpoint_if_cancelled_acts() -> None
     """Where nothing is cancelled it is ``False`` and counts a cancellation point (as
     ``trio.testing.assert_checkpoints`` reads them); in a cancelled scope it is ``True`` and
     the checkpoint raises; a shield hides the cancellation from both."""
-    must = _channels.must_checkpoint
     task: Any = trio.lowlevel.current_task()
+
+    def must() -> bool:
+        return _channels.must_checkpoint(task)
+
     before = task._cancel_points
     assert must() is False
     assert task._cancel_points == before + 1
@@ -323,13 +326,13 @@ def test_a_pending_ctrl_c_is_a_checkpoint_in_the_main_task_only() -> None:
 
     async def main() -> None:
         press_ctrl_c()
-        seen["main"] = _channels.must_checkpoint()
+        seen["main"] = _channels.must_checkpoint(current_task())
         await trio.lowlevel.checkpoint_if_cancelled()  # delivers it
         pytest.fail("no KeyboardInterrupt")  # pragma: no cover
 
     async def other() -> None:
         press_ctrl_c()
-        seen["other"] = _channels.must_checkpoint()
+        seen["other"] = _channels.must_checkpoint(current_task())
 
     async def parent() -> None:
         async with trio.open_nursery() as nursery:

@@ -309,7 +309,7 @@ class Round:
             None if run.observation is None else run.observation.chat(run.inner, seen, options)
         )
         finish: Finish | None = None
-        add, cancel_point = accumulator.add, must_checkpoint
+        add, cancel_point, task = accumulator.add, must_checkpoint, trio.lowlevel.current_task()
         put, full = events.send_nowait, trio.WouldBlock
         try:
             with running(observed):  # entered and left in this task
@@ -328,7 +328,7 @@ class Round:
                             continue
                         # A cancellation point per update, as ``send`` is: the inner stream may
                         # never yield (a scripted one does not).
-                        if cancel_point():  # (its check, without a coroutine while not cancelled)
+                        if cancel_point(task):  # (its check, without a coroutine, in this task)
                             await trio.lowlevel.checkpoint_if_cancelled()
                         try:  # as ``offer``, without its call on the path of every update
                             put(update)

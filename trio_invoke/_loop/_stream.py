@@ -81,7 +81,7 @@ class InvocationStream:
         # once per buffer-full), but every call stays a cancellation point: there is no public
         # "cancel point without a yield", hence trio.lowlevel (its check without its coroutine
         # while nothing is cancelled: ``must_checkpoint``).
-        if must_checkpoint():
+        if must_checkpoint(trio.lowlevel.current_task()):
             await trio.lowlevel.checkpoint_if_cancelled()
         events = self._round
         if events is not None:  # the common case: the round has an update ready
