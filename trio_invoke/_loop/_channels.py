@@ -202,10 +202,10 @@ task running (``trio.lowlevel.current_task()``, which a caller that knows it nee
 again): its scope is cancelled, or a Ctrl-C waits for the main task. If not, it has counted the
 cancellation point, as ``checkpoint_if_cancelled`` does, and there is nothing to await. The loop
 checks once per update on each side of a round's channel (the consumer, which knows its task,
-and the caller's stream), where that coroutine costs about 0.6 µs a call on a busy host and
-this about 0.15 µs. Where trio's function reads anything else, or was replaced, this is always
-``True``: then every call site awaits ``checkpoint_if_cancelled`` itself, as it would without
-it::
+and the caller's stream), where awaiting that coroutine took 0.28 µs a call and this 0.14 µs
+given the task, 0.22 µs asking trio for it (2-core EPYC, Python 3.11). Where trio's function
+reads anything else, or was replaced, this is always ``True``: then every call site awaits
+``checkpoint_if_cancelled`` itself, as it would without it::
 
     if must_checkpoint(trio.lowlevel.current_task()):
         await trio.lowlevel.checkpoint_if_cancelled()  # raises Cancelled, or the Ctrl-C
