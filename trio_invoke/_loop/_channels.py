@@ -198,8 +198,8 @@ def _private_check() -> Callable[[trio.lowlevel.Task], bool] | None:
 
 must_checkpoint: Callable[[trio.lowlevel.Task], bool] = _private_check() or _always
 """Whether ``await trio.lowlevel.checkpoint_if_cancelled()`` would do anything in ``task``, the
-task running (``trio.lowlevel.current_task()``, which a caller that knows it need not ask
-again): its scope is cancelled, or a Ctrl-C waits for the main task. If not, it has counted the
+running task (``trio.lowlevel.current_task()``; a caller that already holds it passes it): its
+scope is cancelled, or a Ctrl-C waits for the main task. If not, it has counted the
 cancellation point, as ``checkpoint_if_cancelled`` does, and there is nothing to await. The loop
 checks once per update on each side of a round's channel (the consumer, which knows its task,
 and the caller's stream), where awaiting that coroutine took 0.28 µs a call and this 0.14 µs
